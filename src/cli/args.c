@@ -1,0 +1,160 @@
+#include "cli/args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2c/status.h"
+
+#define MAX_GIVEN 64
+static const char *given[MAX_GIVEN];
+static int ngiven;
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "gpt2c %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_fail_status(const char *cmd) { return cli_error(cmd, "%s", gpt2c_errmsg()); }
+
+int cli_given(const char *name) {
+    for (int i = 0; i < ngiven; i++)
+        if (strcmp(given[i], name) == 0) return 1;
+    return 0;
+}
+
+static void print_help(const char *cmd, const cli_opt *opts, int nopts) {
+    printf("usage: gpt2c %s [options]\n", cmd);
+    for (int i = 0; i < nopts; i++) printf("  %-18s %s\n", opts[i].name, opts[i].help ? opts[i].help : "");
+}
+
+static int parse_long(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+static int in_range(const cli_opt *o, double v) { return !(o->min < o->max) || (v >= o->min && v <= o->max); }
+
+static int range_error(const char *cmd, const cli_opt *o, const char *val) {
+    cli_error(cmd, "%s: '%s' is out of range [%g, %g]", o->name, val, o->min, o->max);
+    return 2;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
+              cli_strlist *positional) {
+    ngiven = 0;
+    if (positional) {
+        positional->items = (const char **)argv; /* reuse argv storage: values are compacted */
+        positional->n = 0;
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(cmd, opts, nopts);
+            return -1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (!positional) {
+                cli_error(cmd, "unexpected argument '%s' (see gpt2c %s --help)", a, cmd);
+                return 2;
+            }
+            positional->items[positional->n++] = a;
+            continue;
+        }
+        const cli_opt *o = NULL;
+        for (int k = 0; k < nopts; k++)
+            if (strcmp(opts[k].name, a) == 0) o = &opts[k];
+        if (!o) {
+            cli_error(cmd, "unknown option '%s' (see gpt2c %s --help)", a, cmd);
+            return 2;
+        }
+        if (ngiven < MAX_GIVEN) given[ngiven++] = o->name;
+        if (o->type == CLI_FLAG) {
+            *(int *)o->dst = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            cli_error(cmd, "%s needs a value", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        switch (o->type) {
+        case CLI_INT:
+        case CLI_LONG: {
+            long long x;
+            if (!parse_long(v, &x)) {
+                cli_error(cmd, "%s: expected an integer, got '%s'", a, v);
+                return 2;
+            }
+            if (!in_range(o, (double)x)) return range_error(cmd, o, v);
+            if (o->type == CLI_INT) {
+                if (x < -2147483647LL || x > 2147483647LL) return range_error(cmd, o, v);
+                *(int *)o->dst = (int)x;
+            } else {
+                *(long long *)o->dst = x;
+            }
+            break;
+        }
+        case CLI_FLOAT: {
+            char *end;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (errno || end == v || *end || !isfinite(x)) {
+                cli_error(cmd, "%s: expected a finite number, got '%s'", a, v);
+                return 2;
+            }
+            if (!in_range(o, x)) return range_error(cmd, o, v);
+            *(double *)o->dst = x;
+            break;
+        }
+        case CLI_STR: *(const char **)o->dst = v; break;
+        case CLI_STRLIST: {
+            cli_strlist *l = (cli_strlist *)o->dst;
+            l->items = (const char **)&argv[i];
+            l->n = 0;
+            /* values are consecutive in argv: count them in place */
+            while (i < argc && strncmp(argv[i], "--", 2) != 0) {
+                l->n++;
+                i++;
+            }
+            i--;
+            break;
+        }
+        case CLI_INTLIST: {
+            cli_intlist *l = (cli_intlist *)o->dst;
+            l->n = 0;
+            const char *p = v;
+            while (*p) {
+                char *end;
+                errno = 0;
+                long x = strtol(p, &end, 10);
+                if (errno || end == p || (*end && *end != ',') || l->n >= 64 || !in_range(o, (double)x)) {
+                    cli_error(cmd, "%s: expected comma-separated integers in [%g, %g], got '%s'", a, o->min, o->max, v);
+                    return 2;
+                }
+                l->items[l->n++] = (int)x;
+                p = *end ? end + 1 : end;
+            }
+            if (l->n == 0) {
+                cli_error(cmd, "%s: empty list", a);
+                return 2;
+            }
+            break;
+        }
+        case CLI_FLAG: break;
+        }
+    }
+    return 0;
+}
