@@ -1,0 +1,37 @@
+/* Core utilities: aligned allocation, clocks, deterministic RNG, threads. */
+#ifndef GPT2C_CORE_H
+#define GPT2C_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt2c/status.h"
+
+#define GPT2C_ALIGN 64
+
+/* 64-byte-aligned, zero-filled; NULL on failure (with gpt2c_fail set naming `what`). */
+void *gpt2c_alloc(size_t bytes, const char *what);
+void gpt2c_free(void *p);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t gpt2c_now_ns(void);
+
+/* Deterministic RNG: splitmix64-seeded xorshift64*.  Independent streams are
+ * made with gpt2c_rng_seed(seed, stream), so parallel work can draw the same
+ * numbers whatever the thread count. */
+typedef struct {
+    uint64_t s;
+} gpt2c_rng;
+void gpt2c_rng_seed(gpt2c_rng *r, uint64_t seed, uint64_t stream);
+uint64_t gpt2c_rng_u64(gpt2c_rng *r);
+float gpt2c_rng_uniform(gpt2c_rng *r); /* [0, 1) */
+float gpt2c_rng_normal(gpt2c_rng *r);  /* N(0, 1) */
+
+/* OpenMP threads: n <= 0 means all cores.  Returns the count in effect. */
+int gpt2c_set_threads(int n);
+int gpt2c_get_threads(void);
+
+/* Peak resident set size of this process in bytes (0 if unknown). */
+size_t gpt2c_peak_rss_bytes(void);
+
+#endif

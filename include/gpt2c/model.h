@@ -1,0 +1,127 @@
+/* GPT-2: config, parameter table, forward, backward, AdamW update.
+ *
+ * Parameters live in one 64-byte-aligned slab, laid out as llm.c does (each
+ * kind stacked over layers, weights as (out, in)); every tensor starts on a
+ * 64-byte boundary.  A name table maps each slice to its Hugging Face name.
+ * Gradients and AdamW moments are slabs of the same layout; activations are
+ * one slab planned for a given (B, T). */
+#ifndef GPT2C_MODEL_H
+#define GPT2C_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/profile.h"
+
+typedef struct gpt2c_config {
+    int max_seq_len;       /* n_positions / context */
+    int vocab_size;        /* V: real tokens */
+    int padded_vocab_size; /* Vp: V rounded up to a multiple of 128, for compute */
+    int num_layers;
+    int num_heads;
+    int channels;
+} gpt2c_config;
+
+/* "gpt2" (124M), "gpt2-medium" (350M), "gpt2-large" (774M), "gpt2-xl" (1558M),
+ * or "d<layers>" (llm.c's naming: d12 = gpt2, d24, d36, d48). */
+gpt2c_status gpt2c_config_preset(const char *name, gpt2c_config *cfg);
+/* Checks sizes are positive and consistent; fills padded_vocab_size if 0. */
+gpt2c_status gpt2c_config_check(gpt2c_config *cfg, const char *what);
+int gpt2c_pad_vocab(int vocab_size);
+
+enum {
+    GPT2C_P_WTE, GPT2C_P_WPE, GPT2C_P_LN1W, GPT2C_P_LN1B, GPT2C_P_QKVW, GPT2C_P_QKVB,
+    GPT2C_P_ATTPROJW, GPT2C_P_ATTPROJB, GPT2C_P_LN2W, GPT2C_P_LN2B, GPT2C_P_FCW, GPT2C_P_FCB,
+    GPT2C_P_FCPROJW, GPT2C_P_FCPROJB, GPT2C_P_LNFW, GPT2C_P_LNFB, GPT2C_NUM_PARAM_TENSORS
+};
+
+typedef struct gpt2c_param_info {
+    const char *name;    /* llm.c-style short name: "wte", "qkvw", ... */
+    const char *hf_name; /* Hugging Face name, "%d" for the layer: "h.%d.attn.c_attn.weight" */
+    int per_layer;       /* stacked over layers */
+    int ndim;            /* dims of one layer's slice: 1 or 2 */
+    int rows, cols;      /* one layer's slice: (rows, cols) as stored here, (out, in) for weights */
+    int hf_transposed;   /* HF Conv1D stores (in, out): transpose on load / save */
+    int decay;           /* AdamW weight decay applies (2-D weights) */
+    size_t offset;       /* in floats, from the slab start; 64-byte aligned */
+    size_t numel;        /* all layers */
+} gpt2c_param_info;
+
+typedef struct gpt2c_params {
+    float *t[GPT2C_NUM_PARAM_TENSORS];
+} gpt2c_params;
+
+struct gpt2c_kernels;
+
+typedef struct gpt2c_acts gpt2c_acts; /* activation slab (src/model/acts.h) */
+
+typedef struct gpt2c_model {
+    gpt2c_config cfg;
+    gpt2c_param_info info[GPT2C_NUM_PARAM_TENSORS];
+    size_t slab_floats; /* floats in each of params / grads / m / v (with alignment padding) */
+    size_t num_params;  /* real parameters (no padding; includes the Vp pad rows of wte) */
+
+    float *params_mem;
+    gpt2c_params params;
+    float *grads_mem; /* allocated on first backward */
+    gpt2c_params grads;
+    float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
+    int opt_step;         /* AdamW steps taken so far */
+
+    const struct gpt2c_kernels *k;
+    gpt2c_profiler *prof; /* NULL: profiling off */
+
+    gpt2c_acts *acts;
+    int B, T; /* shape the activations are planned for */
+    int have_targets;
+    float mean_loss;
+} gpt2c_model;
+
+/* Creates a model with zeroed parameters and the "cpu" backend. */
+gpt2c_status gpt2c_model_create(const gpt2c_config *cfg, gpt2c_model **out);
+void gpt2c_model_free(gpt2c_model *m);
+/* GPT-2 init: N(0, 0.02) weights and embeddings, residual projections
+ * N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1; pad rows of wte 0.
+ * Same numbers for the same seed, whatever the thread count. */
+void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed);
+/* Selects the kernels by backend name ("ref", "cpu", "blas", "cuda"). */
+gpt2c_status gpt2c_model_set_backend(gpt2c_model *m, const char *backend);
+
+/* Plans the activations for batches of (B, T); no allocation happens after. */
+gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T);
+
+/* Forward pass on tokens (B,T).  With targets (B,T) it also computes the
+ * mean cross-entropy into *loss (may be NULL) and keeps what backward needs;
+ * without targets, gpt2c_model_logits() holds the logits.  Ids are checked. */
+gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
+                                 float *loss);
+/* Logits (B,T,Vp) of the last forward without targets (pad columns undefined). */
+const float *gpt2c_model_logits(const gpt2c_model *m);
+/* Per-position losses (B,T) of the last forward with targets. */
+const float *gpt2c_model_losses(const gpt2c_model *m);
+
+void gpt2c_model_zero_grad(gpt2c_model *m);
+/* Accumulates the gradient of loss_scale * mean loss into grads (loss_scale =
+ * 1/accum for gradient accumulation).  Needs a forward with targets. */
+gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale);
+
+typedef struct gpt2c_adamw_cfg {
+    float beta1, beta2, eps, weight_decay;
+    float grad_clip; /* global norm clip, 0 = off */
+    int decay_all;   /* decay every tensor, not only 2-D weights */
+} gpt2c_adamw_cfg;
+
+/* Global grad norm, clip, and one AdamW step at learning rate lr.  *norm gets
+ * the norm before clipping. */
+gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *opt, float lr, float *norm);
+/* Allocates the AdamW moments (zeroed) if not yet there. */
+gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m);
+gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m);
+
+/* Hugging Face name of tensor `id` at `layer` into buf. */
+void gpt2c_param_hf_name(const gpt2c_param_info *pi, int layer, char *buf, size_t n);
+/* Pointer to one layer's slice of tensor id in a slab (params, grads, m, v). */
+float *gpt2c_param_slice(const gpt2c_model *m, float *slab, int id, int layer);
+
+#endif

@@ -1,0 +1,113 @@
+/* The op table: every backend (ref, cpu, blas, cuda) fills one of these.
+ *
+ * Model code calls k->op(...) and never a backend routine directly. A backend
+ * leaves an entry NULL to inherit the ref implementation (gpt2c_kernels_get
+ * fills the gaps), so a new backend can start with one fast op.
+ *
+ * Conventions (shapes in comments, llm.c style; all row-major fp32):
+ *   N = B*T rows.  Weights are stored as (OC, IC): out = inp @ W^T + bias.
+ *   "overwrites" an output means it is written, not accumulated.
+ *   Parameter gradients (dw, db, dwte, ...) are always ACCUMULATED (+=), so
+ *   gradient accumulation and the tied wte/lm_head work without copies.
+ *
+ * Determinism: for a given backend the result must not depend on the number
+ * of threads (split work by outputs; fixed-order reductions). */
+#ifndef GPT2C_KERNELS_H
+#define GPT2C_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt2c/status.h"
+
+typedef struct gpt2c_kernels {
+    const char *name; /* "ref", "cpu", "blas", "cuda" */
+    const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
+
+    /* out (N,C) = wte[tokens] + wpe[t];  tokens (B,T), wte (Vp,C), wpe (maxT,C) */
+    void (*encoder_forward)(float *out, const int32_t *tokens, const float *wte, const float *wpe,
+                            int B, int T, int C);
+    /* dwte, dwpe += scatter of dout (B,T,C) */
+    void (*encoder_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens,
+                             int B, int T, int C);
+
+    /* out (N,C) = (inp - mean) * rstd * w + b; saves mean, rstd (N) for backward. eps = 1e-5 */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp,
+                              const float *w, const float *b, int N, int C);
+    /* dinp (N,C) += ...; dw, db (C) += ... */
+    void (*layernorm_backward)(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                               const float *w, const float *mean, const float *rstd, int N, int C);
+    /* residual (N,C) overwritten = a + b, then ln = layernorm(residual) as above.
+     * The fused form saves one pass over memory; ref does the two steps. */
+    void (*residual_layernorm_forward)(float *residual, float *out, float *mean, float *rstd,
+                                       const float *a, const float *b, const float *w,
+                                       const float *bias, int N, int C);
+
+    /* out (N,OC) overwritten = inp (N,IC) @ w^T (w is (OC,IC)) + bias (OC, may be NULL) */
+    void (*matmul_forward)(float *out, const float *inp, const float *w, const float *bias,
+                           int N, int IC, int OC);
+    /* dinp (N,IC) overwritten (skipped if NULL) = dout (N,OC) @ w;
+     * dw (OC,IC) += dout^T @ inp;  dbias (OC) += column sums of dout (skipped if NULL) */
+    void (*matmul_backward)(float *dinp, float *dw, float *dbias, const float *dout,
+                            const float *inp, const float *w, int N, int IC, int OC);
+
+    /* Causal multi-head self-attention.  qkv (B,T,3C) holds q|k|v per token,
+     * head h at channels [h*hs, (h+1)*hs) of each; out (B,T,C) overwritten.
+     * `state` is per-layer storage the backend keeps for backward, of
+     * attention_state_floats(B,T,NH) floats (ref: the softmax probabilities
+     * (B,NH,T,T); a flash-style backend may keep only log-sum-exp). */
+    size_t (*attention_state_floats)(int B, int T, int NH);
+    void (*attention_forward)(float *out, float *state, const float *qkv, int B, int T, int C, int NH);
+    /* dqkv (B,T,3C) overwritten.  out is the forward output (flash backward needs it).
+     * scratch has attention_scratch_floats(B,T,NH) floats, shared by all layers. */
+    size_t (*attention_scratch_floats)(int B, int T, int NH);
+    void (*attention_backward)(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                               const float *out, const float *state, int B, int T, int C, int NH);
+
+    /* GELU, tanh approximation: out (N) overwritten */
+    void (*gelu_forward)(float *out, const float *inp, size_t N);
+    /* dinp (N) overwritten = dout * gelu'(inp) */
+    void (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
+    /* out (N) overwritten = a + b */
+    void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+
+    /* Softmax cross-entropy over the first V of Vp columns (pad columns never
+     * count).  logits (N,Vp) are replaced IN PLACE by the probabilities (pad
+     * columns set to 0); losses (N) overwritten with -log p[target]. */
+    void (*softmax_xent_forward)(float *losses, float *logits_probs, const int32_t *targets,
+                                 int N, int V, int Vp);
+    /* In place: probs (N,Vp) become dlogits = (probs - onehot(target)) * dloss;
+     * pad columns 0.  dloss is the gradient of the total loss w.r.t. each row's loss. */
+    void (*softmax_xent_backward)(float *probs_dlogits, const int32_t *targets, float dloss,
+                                  int N, int V, int Vp);
+
+    /* Sum of squares of x (n), as double.  Reduction order fixed (independent of threads). */
+    double (*sumsq)(const float *x, size_t n);
+    /* AdamW on one tensor: g' = g * grad_scale;  m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
+     * p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p), mhat = m / (1-b1^t), vhat = v / (1-b2^t). */
+    void (*adamw)(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                  float beta2, float eps, float wd, float grad_scale, int t);
+    /* x (n) = 0 */
+    void (*zero)(float *x, size_t n);
+
+    /* ---- [fast-cpu] fused / extra training ops go here (each with a ref fallback) ---- */
+
+    /* ---- [inference] KV-cache and decode ops go here (each with a ref fallback) ---- */
+
+    /* ---- [cuda] device-specific entries go here ---- */
+} gpt2c_kernels;
+
+/* The ref backend (plain scalar C, the oracle) */
+const gpt2c_kernels *gpt2c_kernels_ref(void);
+
+/* Looks a backend up by name ("ref", "cpu", "blas", "cuda"); entries the
+ * backend leaves NULL are filled from ref.  Unknown or not-built backends
+ * fail with a message saying why. */
+gpt2c_status gpt2c_kernels_get(const char *name, const gpt2c_kernels **out);
+
+/* Names of the backends compiled into this build, comma-separated. */
+const char *gpt2c_kernels_available(void);
+
+/* Backend registration hooks (each backend file defines its own, NULL if not built). */
+const gpt2c_kernels *gpt2c_kernels_cpu(void);
+#endif

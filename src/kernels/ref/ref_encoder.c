@@ -1,0 +1,24 @@
+#include "kernels/ref/ref.h"
+
+void ref_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B, int T, int C) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((size_t)b * T + t) * C;
+            const float *we = wte + (size_t)tokens[b * T + t] * C;
+            const float *pe = wpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
+        }
+}
+
+void ref_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T, int C) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *d = dout + ((size_t)b * T + t) * C;
+            float *dwe = dwte + (size_t)tokens[b * T + t] * C;
+            float *dpe = dwpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) {
+                dwe[i] += d[i];
+                dpe[i] += d[i];
+            }
+        }
+}

@@ -1,0 +1,24 @@
+#include <math.h>
+
+#include "kernels/ref/ref.h"
+
+double ref_sumsq(const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
+/* Same order of operations as torch.optim.AdamW (single-tensor path):
+ * decoupled decay p *= 1 - lr*wd, then p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps). */
+void ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps,
+               float wd, float grad_scale, int t) {
+    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    const float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * grad_scale;
+        m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        p[i] *= 1.0f - lr * wd;
+        p[i] -= step * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    }
+}

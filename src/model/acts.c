@@ -1,0 +1,91 @@
+#include "model/acts.h"
+
+#include <stdlib.h>
+
+#include "kernels/kernels.h"
+
+/* Carves consecutive 64-byte-aligned pieces out of a slab (first pass with
+ * base NULL only counts). */
+typedef struct {
+    float *base;
+    size_t used;
+} carver;
+
+static float *carve(carver *c, size_t floats) {
+    float *p = c->base ? c->base + c->used : NULL;
+    c->used += (floats + 15) / 16 * 16;
+    return p;
+}
+
+static void carve_forward(carver *cv, gpt2c_acts *a, const gpt2c_config *c, size_t N, size_t S) {
+    const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, Vp = (size_t)c->padded_vocab_size;
+    a->encoded = carve(cv, N * C);
+    a->ln1 = carve(cv, L * N * C);
+    a->ln1_mean = carve(cv, L * N);
+    a->ln1_rstd = carve(cv, L * N);
+    a->qkv = carve(cv, L * N * 3 * C);
+    a->atty = carve(cv, L * N * C);
+    a->att_state = carve(cv, L * S);
+    a->residual2 = carve(cv, L * N * C);
+    a->ln2 = carve(cv, L * N * C);
+    a->ln2_mean = carve(cv, L * N);
+    a->ln2_rstd = carve(cv, L * N);
+    a->fch = carve(cv, L * N * 4 * C);
+    a->fch_gelu = carve(cv, L * N * 4 * C);
+    a->residual3 = carve(cv, L * N * C);
+    a->lnf = carve(cv, N * C);
+    a->lnf_mean = carve(cv, N);
+    a->lnf_rstd = carve(cv, N);
+    a->logits = carve(cv, N * Vp);
+    a->losses = carve(cv, N);
+    a->proj = carve(cv, N * C);
+    a->tokens = (int32_t *)carve(cv, N);
+    a->targets = (int32_t *)carve(cv, N);
+}
+
+gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int T) {
+    gpt2c_acts *a = calloc(1, sizeof *a);
+    if (!a) return gpt2c_fail(GPT2C_ERR_NOMEM, "activations: out of memory");
+    a->N = (size_t)B * T;
+    a->state_floats = m->k->attention_state_floats(B, T, m->cfg.num_heads);
+    carver cv = {NULL, 0};
+    carve_forward(&cv, a, &m->cfg, a->N, a->state_floats);
+    a->floats = cv.used;
+    a->mem = gpt2c_alloc(a->floats * sizeof(float), "activations");
+    if (!a->mem) {
+        free(a);
+        return GPT2C_ERR_NOMEM;
+    }
+    cv.base = a->mem;
+    cv.used = 0;
+    carve_forward(&cv, a, &m->cfg, a->N, a->state_floats);
+    *out = a;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m) {
+    if (a->bmem) return GPT2C_OK;
+    const size_t C = (size_t)m->cfg.channels, N = a->N;
+    const size_t scratch = m->k->attention_scratch_floats(m->B, m->T, m->cfg.num_heads);
+    for (int pass = 0; pass < 2; pass++) {
+        carver cv = {a->bmem, 0};
+        a->dres = carve(&cv, N * C);
+        a->dbuf = carve(&cv, N * C);
+        a->dqkv = carve(&cv, N * 3 * C);
+        a->d4c = carve(&cv, N * 4 * C);
+        a->att_scratch = carve(&cv, scratch);
+        if (pass == 0) {
+            a->bfloats = cv.used;
+            a->bmem = gpt2c_alloc(a->bfloats * sizeof(float), "backward buffers");
+            if (!a->bmem) return GPT2C_ERR_NOMEM;
+        }
+    }
+    return GPT2C_OK;
+}
+
+void gpt2c_acts_free(gpt2c_acts *a) {
+    if (!a) return;
+    gpt2c_free(a->mem);
+    gpt2c_free(a->bmem);
+    free(a);
+}

@@ -1,0 +1,47 @@
+/* The activation slab: everything forward keeps for backward, planned once
+ * for (B, T).  Per-layer tensors are strided by the planned N = B*T, so a
+ * forward on a smaller batch reuses the same slab.  Backward's buffers are a
+ * second slab, allocated at the first backward (inference never pays). */
+#ifndef GPT2C_ACTS_H
+#define GPT2C_ACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt2c/model.h"
+
+struct gpt2c_acts {
+    float *mem;
+    size_t floats;
+    size_t N;           /* planned B*T: the stride of per-layer tensors */
+    size_t state_floats; /* per-layer attention state */
+    float *encoded;                    /* (N,C) */
+    float *ln1, *ln1_mean, *ln1_rstd;  /* (L,N,C), (L,N), (L,N) */
+    float *qkv;                        /* (L,N,3C) */
+    float *atty;                       /* (L,N,C) attention output */
+    float *att_state;                  /* (L,state_floats) */
+    float *residual2;                  /* (L,N,C) after attention */
+    float *ln2, *ln2_mean, *ln2_rstd;  /* (L,N,C), (L,N), (L,N) */
+    float *fch, *fch_gelu;             /* (L,N,4C) */
+    float *residual3;                  /* (L,N,C) after the MLP */
+    float *lnf, *lnf_mean, *lnf_rstd;  /* (N,C), (N), (N) */
+    float *logits;                     /* (N,Vp): logits, then probs, then dlogits in place */
+    float *losses;                     /* (N) */
+    float *proj;                       /* (N,C) scratch: attproj / fcproj outputs */
+    int32_t *tokens, *targets;         /* (N) copies of the batch for backward */
+
+    /* backward slab */
+    float *bmem;
+    size_t bfloats;
+    float *dres;        /* (N,C) gradient of the residual stream */
+    float *dbuf;        /* (N,C) gradient of a layernorm output / attention output */
+    float *dqkv;        /* (N,3C) */
+    float *d4c;         /* (N,4C) gradient of fch_gelu, then of fch (in place) */
+    float *att_scratch; /* backend's attention backward scratch */
+};
+
+gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int T);
+gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m);
+void gpt2c_acts_free(gpt2c_acts *a);
+
+#endif

@@ -1,0 +1,45 @@
+/* Analytic FLOPs and bytes of each op, for the profiler's roofline.  Bytes
+ * count each tensor read or written once (fp32), the ideal-cache minimum. */
+#ifndef GPT2C_COSTS_H
+#define GPT2C_COSTS_H
+
+#include <stddef.h>
+
+typedef struct {
+    double flops, bytes;
+} op_cost;
+
+static inline op_cost cost_matmul_fwd(double N, double IC, double OC) {
+    return (op_cost){2 * N * IC * OC + N * OC, 4 * (N * IC + IC * OC + N * OC + OC)};
+}
+/* dinp = dout W (2 N IC OC), dW += dout^T x (2 N IC OC), dbias (N OC) */
+static inline op_cost cost_matmul_bwd(double N, double IC, double OC) {
+    return (op_cost){4 * N * IC * OC + N * OC, 4 * (2 * N * OC + 2 * N * IC + 3 * IC * OC)};
+}
+/* causal: T(T+1)/2 scores per (b, head); QK^T and AV each 2*hs flops per score, ~5 for softmax */
+static inline op_cost cost_attention_fwd(double B, double T, double C, double NH, double state_floats) {
+    double pairs = B * NH * T * (T + 1) / 2;
+    return (op_cost){4 * pairs * (C / NH) + 5 * pairs, 4 * (B * T * 3 * C + B * T * C + state_floats)};
+}
+static inline op_cost cost_attention_bwd(double B, double T, double C, double NH, double state_floats) {
+    double pairs = B * NH * T * (T + 1) / 2;
+    return (op_cost){8 * pairs * (C / NH) + 6 * pairs,
+                     4 * (2 * B * T * 3 * C + 2 * B * T * C + state_floats)};
+}
+static inline op_cost cost_layernorm_fwd(double N, double C) { return (op_cost){8 * N * C, 4 * (2 * N * C + 2 * C + 2 * N)}; }
+static inline op_cost cost_layernorm_bwd(double N, double C) { return (op_cost){12 * N * C, 4 * (4 * N * C + 4 * C + 2 * N)}; }
+static inline op_cost cost_residual_layernorm_fwd(double N, double C) {
+    return (op_cost){9 * N * C, 4 * (4 * N * C + 2 * C + 2 * N)};
+}
+static inline op_cost cost_gelu_fwd(double n) { return (op_cost){12 * n, 8 * n}; }
+static inline op_cost cost_gelu_bwd(double n) { return (op_cost){20 * n, 12 * n}; }
+static inline op_cost cost_encoder_fwd(double N, double C) { return (op_cost){N * C, 12 * N * C}; }
+static inline op_cost cost_encoder_bwd(double N, double C) { return (op_cost){2 * N * C, 20 * N * C}; }
+static inline op_cost cost_xent_fwd(double N, double V, double Vp) { return (op_cost){5 * N * V, 8 * N * Vp}; }
+static inline op_cost cost_xent_bwd(double N, double V, double Vp) { return (op_cost){2 * N * V, 8 * N * Vp}; }
+static inline op_cost cost_zero(double n) { return (op_cost){0, 4 * n}; }
+static inline op_cost cost_sumsq(double n) { return (op_cost){2 * n, 4 * n}; }
+/* read p, g, m, v; write p, m, v */
+static inline op_cost cost_adamw(double n) { return (op_cost){14 * n, 28 * n}; }
+
+#endif

@@ -1,0 +1,37 @@
+/* Global grad-norm clipping and AdamW, one kernel call per tensor. */
+#include <math.h>
+
+#include "gpt2c/model.h"
+#include "kernels/kernels.h"
+#include "model/costs.h"
+
+#define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
+
+gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
+    if (!m->grads_mem) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
+    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    const gpt2c_kernels *k = m->k;
+    /* The pad rows of wte always have zero gradient, and slab padding is zero,
+     * so the whole slab's sum of squares is the norm of the real gradient. */
+    double ss = 0;
+    OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+    float norm = (float)sqrt(ss);
+    if (norm_out) *norm_out = norm;
+    if (!isfinite(norm)) return gpt2c_fail(GPT2C_ERR_RANGE, "update: gradient norm is %f (diverged)", norm);
+    /* as torch.nn.utils.clip_grad_norm_: scale by clip / (norm + 1e-6) when that is < 1 */
+    float scale = 1.0f;
+    if (o->grad_clip > 0) {
+        float coef = o->grad_clip / (norm + 1e-6f);
+        if (coef < 1.0f) scale = coef;
+    }
+    m->opt_step++;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        const gpt2c_param_info *pi = &m->info[id];
+        float wd = (pi->decay || o->decay_all) ? o->weight_decay : 0.0f;
+        size_t off = pi->offset, n = pi->numel;
+        OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)n),
+           k->adamw(m->params_mem + off, m->grads_mem + off, m->m_mem + off, m->v_mem + off, n, lr, o->beta1, o->beta2,
+                    o->eps, wd, scale, m->opt_step));
+    }
+    return GPT2C_OK;
+}

@@ -1,0 +1,198 @@
+/* Parameter table: layout in the slab, Hugging Face names, GPT-2 init. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2c/model.h"
+#include "kernels/kernels.h"
+#include "model/acts.h"
+
+typedef struct {
+    const char *name, *hf_name;
+    int per_layer, transposed, decay;
+} param_desc;
+
+static const param_desc DESC[GPT2C_NUM_PARAM_TENSORS] = {
+    {"wte", "wte.weight", 0, 0, 1},
+    {"wpe", "wpe.weight", 0, 0, 1},
+    {"ln1w", "h.%d.ln_1.weight", 1, 0, 0},
+    {"ln1b", "h.%d.ln_1.bias", 1, 0, 0},
+    {"qkvw", "h.%d.attn.c_attn.weight", 1, 1, 1},
+    {"qkvb", "h.%d.attn.c_attn.bias", 1, 0, 0},
+    {"attprojw", "h.%d.attn.c_proj.weight", 1, 1, 1},
+    {"attprojb", "h.%d.attn.c_proj.bias", 1, 0, 0},
+    {"ln2w", "h.%d.ln_2.weight", 1, 0, 0},
+    {"ln2b", "h.%d.ln_2.bias", 1, 0, 0},
+    {"fcw", "h.%d.mlp.c_fc.weight", 1, 1, 1},
+    {"fcb", "h.%d.mlp.c_fc.bias", 1, 0, 0},
+    {"fcprojw", "h.%d.mlp.c_proj.weight", 1, 1, 1},
+    {"fcprojb", "h.%d.mlp.c_proj.bias", 1, 0, 0},
+    {"lnfw", "ln_f.weight", 0, 0, 0},
+    {"lnfb", "ln_f.bias", 0, 0, 0},
+};
+
+/* One layer's slice shape (rows, cols) as stored here: weights are (out, in). */
+static void slice_shape(const gpt2c_config *c, int id, int *rows, int *cols) {
+    const int C = c->channels;
+    int r = 1, k = C;
+    switch (id) {
+    case GPT2C_P_WTE: r = c->padded_vocab_size; break;
+    case GPT2C_P_WPE: r = c->max_seq_len; break;
+    case GPT2C_P_QKVW: r = 3 * C; break;
+    case GPT2C_P_QKVB: k = 3 * C; break;
+    case GPT2C_P_ATTPROJW: r = C; break;
+    case GPT2C_P_FCW: r = 4 * C; break;
+    case GPT2C_P_FCB: k = 4 * C; break;
+    case GPT2C_P_FCPROJW: r = C; k = 4 * C; break;
+    default: break; /* layernorm weights/biases and attproj/fcproj biases: (1, C) */
+    }
+    *rows = r;
+    *cols = k;
+}
+
+static void layout(gpt2c_model *m) {
+    size_t off = 0;
+    m->num_params = 0;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        gpt2c_param_info *pi = &m->info[id];
+        pi->name = DESC[id].name;
+        pi->hf_name = DESC[id].hf_name;
+        pi->per_layer = DESC[id].per_layer;
+        pi->hf_transposed = DESC[id].transposed;
+        pi->decay = DESC[id].decay;
+        slice_shape(&m->cfg, id, &pi->rows, &pi->cols);
+        pi->ndim = pi->rows > 1 ? 2 : 1;
+        pi->numel = (size_t)pi->rows * pi->cols * (pi->per_layer ? (size_t)m->cfg.num_layers : 1);
+        pi->offset = off;
+        off += (pi->numel + 15) / 16 * 16; /* next tensor on a 64-byte boundary */
+        m->num_params += pi->numel;
+    }
+    m->slab_floats = off;
+}
+
+void gpt2c_param_hf_name(const gpt2c_param_info *pi, int layer, char *buf, size_t n) {
+    if (pi->per_layer)
+        snprintf(buf, n, pi->hf_name, layer);
+    else
+        snprintf(buf, n, "%s", pi->hf_name);
+}
+
+float *gpt2c_param_slice(const gpt2c_model *m, float *slab, int id, int layer) {
+    const gpt2c_param_info *pi = &m->info[id];
+    return slab + pi->offset + (pi->per_layer ? (size_t)layer * pi->rows * pi->cols : 0);
+}
+
+static void point(gpt2c_model *m, float *slab, gpt2c_params *p) {
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) p->t[id] = slab + m->info[id].offset;
+}
+
+gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
+    *out = NULL;
+    gpt2c_config cfg = *cfg_in;
+    GPT2C_TRY(gpt2c_config_check(&cfg, "model config"));
+    gpt2c_model *m = calloc(1, sizeof *m);
+    if (!m) return gpt2c_fail(GPT2C_ERR_NOMEM, "model: out of memory");
+    m->cfg = cfg;
+    layout(m);
+    m->params_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "parameters");
+    if (!m->params_mem) {
+        free(m);
+        return GPT2C_ERR_NOMEM;
+    }
+    point(m, m->params_mem, &m->params);
+    gpt2c_status st = gpt2c_kernels_get("cpu", &m->k);
+    if (st != GPT2C_OK) {
+        gpt2c_model_free(m);
+        return st;
+    }
+    *out = m;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
+    if (m->grads_mem) return GPT2C_OK;
+    m->grads_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "gradients");
+    if (!m->grads_mem) return GPT2C_ERR_NOMEM;
+    point(m, m->grads_mem, &m->grads);
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
+    if (m->m_mem) return GPT2C_OK;
+    m->m_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "AdamW first moments");
+    m->v_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "AdamW second moments");
+    if (!m->m_mem || !m->v_mem) {
+        gpt2c_free(m->m_mem);
+        gpt2c_free(m->v_mem);
+        m->m_mem = m->v_mem = NULL;
+        return GPT2C_ERR_NOMEM;
+    }
+    return GPT2C_OK;
+}
+
+void gpt2c_model_free(gpt2c_model *m) {
+    if (!m) return;
+    gpt2c_acts_free(m->acts);
+    gpt2c_free(m->params_mem);
+    gpt2c_free(m->grads_mem);
+    gpt2c_free(m->m_mem);
+    gpt2c_free(m->v_mem);
+    free(m);
+}
+
+gpt2c_status gpt2c_model_set_backend(gpt2c_model *m, const char *backend) {
+    const gpt2c_kernels *k;
+    GPT2C_TRY(gpt2c_kernels_get(backend, &k));
+    if (m->acts && k->attention_state_floats != m->k->attention_state_floats) {
+        /* the per-layer attention state is backend-specific: re-plan */
+        gpt2c_acts_free(m->acts);
+        m->acts = NULL;
+        int B = m->B, T = m->T;
+        m->k = k;
+        return gpt2c_model_prepare(m, B, T);
+    }
+    m->k = k;
+    return GPT2C_OK;
+}
+
+/* Fills n floats with N(0, std) from independent 64K-element chunks, each
+ * seeded by (seed, tensor, chunk): identical for any thread count. */
+static void fill_normal(float *x, size_t n, float std, uint64_t seed, int tensor) {
+    const size_t chunk = 65536;
+    const long nchunks = (long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < nchunks; c++) {
+        gpt2c_rng r;
+        gpt2c_rng_seed(&r, seed, ((uint64_t)tensor << 40) | (uint64_t)c);
+        size_t end = ((size_t)c + 1) * chunk < n ? ((size_t)c + 1) * chunk : n;
+        for (size_t i = (size_t)c * chunk; i < end; i++) x[i] = std * gpt2c_rng_normal(&r);
+    }
+}
+
+void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
+    const gpt2c_config *c = &m->cfg;
+    const float std = 0.02f, resid_std = 0.02f / sqrtf(2.0f * c->num_layers);
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        float *p = m->params.t[id];
+        size_t n = m->info[id].numel;
+        switch (id) {
+        case GPT2C_P_WTE:
+            fill_normal(p, (size_t)c->vocab_size * c->channels, std, seed, id);
+            memset(p + (size_t)c->vocab_size * c->channels, 0,
+                   sizeof(float) * (size_t)(c->padded_vocab_size - c->vocab_size) * c->channels);
+            break;
+        case GPT2C_P_WPE:
+        case GPT2C_P_QKVW:
+        case GPT2C_P_FCW: fill_normal(p, n, std, seed, id); break;
+        case GPT2C_P_ATTPROJW:
+        case GPT2C_P_FCPROJW: fill_normal(p, n, resid_std, seed, id); break;
+        case GPT2C_P_LN1W:
+        case GPT2C_P_LN2W:
+        case GPT2C_P_LNFW:
+            for (size_t i = 0; i < n; i++) p[i] = 1.0f;
+            break;
+        default: memset(p, 0, n * sizeof(float)); break; /* biases */
+        }
+    }
+}
