@@ -1,8 +1,26 @@
+#include <stdio.h>
+#include <string.h>
+
 #include "cli/args.h"
+#include "cli/bench.h"
 #include "cli/commands.h"
 
 int cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "not implemented yet");
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+        const char *help;
+    } B[] = {
+        {"train", bench_train, "training step: median/p10/p90 ms, tok/s, GFLOP/s, % of peak"},
+        {"forward", bench_forward, "forward pass only"},
+        {"gemm", bench_gemm, "GEMM kernels on GPT-2 shapes, against BLAS when present"},
+        {"peak", bench_peak, "this machine's FMA peak and memory bandwidth (cached)"},
+        {"generate", bench_generate, "prefill and decode tokens/s"},
+    };
+    if (argc >= 1)
+        for (size_t i = 0; i < sizeof B / sizeof B[0]; i++)
+            if (strcmp(argv[0], B[i].name) == 0) return B[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "usage: gpt2c bench <what> [options]\n");
+    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) fprintf(stderr, "  %-9s %s\n", B[i].name, B[i].help);
+    return 2;
 }

@@ -82,7 +82,13 @@ gpt2c_status gpt2c_kernels_get(const char *name, const gpt2c_kernels **out) {
         const gpt2c_kernels *b = BACKENDS[i].get();
         if (!b) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' is not available: %s", name, BACKENDS[i].why_missing);
         if (!ready[i]) {
-            fill_from_ref(&filled[i], b);
+            if (strcmp(name, "cpu") == 0) {
+                gpt2c_kernels cpu = *b;
+                gpt2c_kernels_cpu_infer_fill(&cpu);
+                fill_from_ref(&filled[i], &cpu);
+            } else {
+                fill_from_ref(&filled[i], b);
+            }
             ready[i] = 1;
         }
         *out = &filled[i];

@@ -110,4 +110,6 @@ const char *gpt2c_kernels_available(void);
 
 /* Backend registration hooks (each backend file defines its own, NULL if not built). */
 const gpt2c_kernels *gpt2c_kernels_cpu(void);
+/* Fills the cpu backend's [inference] entries (src/kernels/cpu/cpu_infer.c). */
+void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k);
 #endif

@@ -1,0 +1,11 @@
+/* `gpt2c bench <what>`: one file per benchmark (bench_<what>.c). */
+#ifndef GPT2C_CLI_BENCH_H
+#define GPT2C_CLI_BENCH_H
+
+int bench_train(int argc, char **argv);    /* training step time (bench_train.c) */
+int bench_forward(int argc, char **argv);  /* forward-only time (bench_train.c) */
+int bench_gemm(int argc, char **argv);     /* GEMM kernels on the GPT-2 shapes (bench_gemm.c) */
+int bench_peak(int argc, char **argv);     /* machine FMA peak and bandwidth (bench_peak.c) */
+int bench_generate(int argc, char **argv); /* prefill and decode tok/s (bench_generate.c) */
+
+#endif
