@@ -33,5 +33,5 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
            k->adamw(m->params_mem + off, m->grads_mem + off, m->m_mem + off, m->v_mem + off, n, lr, o->beta1, o->beta2,
                     o->eps, wd, scale, m->opt_step));
     }
-    return GPT2C_OK;
+    return k->device_check ? k->device_check() : GPT2C_OK;
 }
