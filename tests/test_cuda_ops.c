@@ -187,7 +187,7 @@ static void test_pointwise(size_t n, const char *tag) {
     float *g = dup(y, n);
     R->gelu_backward(g, x, g, n); /* in place, as the model calls it */
     K->gelu_backward(dy, dx, dy, n);
-    cmp("gelu_backward (in place)", tag, dy, g, n, 1e-6);
+    cmp("gelu_backward (in place)", tag, dy, g, n, 1e-5); /* float tanh vs ref's double */
     R->residual_forward(out, x, g, n);
     K->residual_forward(dout, dx, dy, n);
     cmp("residual_forward", tag, dout, out, n, 1e-6);
@@ -232,7 +232,11 @@ static void test_xent(int N, int V, int Vp, const char *tag) {
     free(lg), free(loss), free(tg);
 }
 
-/* A tiny model, one training step on ref and on cuda. */
+/* A tiny model on ref and on cuda: logits, loss, every gradient and the
+ * norm must agree tightly on the same parameters.  After an AdamW step they
+ * legitimately drift: a gradient element near 0 can change sign between the
+ * two, and step 1 moves it by +-lr either way, so parameters are compared
+ * to within a few lr, and the next loss loosely. */
 static void test_model(int L, int C, int NH, int V, int B, int T) {
     gpt2c_config cfg = {.max_seq_len = T + 3, .vocab_size = V, .num_layers = L, .num_heads = NH, .channels = C};
     gpt2c_model *a, *b;
@@ -243,36 +247,61 @@ static void test_model(int L, int C, int NH, int V, int B, int T) {
     gpt2c_model_init_random(b, 5);
     CHECK_OK(gpt2c_model_use_kernels(b, K)); /* the one upload */
     int32_t *x = rnd_ids((size_t)B * T, V), *y = rnd_ids((size_t)B * T, V);
-    gpt2c_adamw_cfg opt = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f};
-    for (int step = 0; step < 2; step++) {
-        float la = 0, lb = 0, na = 0, nb = 0;
-        gpt2c_model_zero_grad(a);
-        gpt2c_model_zero_grad(b);
-        CHECK_OK(gpt2c_model_forward(a, x, y, B, T, &la));
-        CHECK_OK(gpt2c_model_forward(b, x, y, B, T, &lb));
-        CHECK_MSG(fabsf(la - lb) <= 1e-5f * fabsf(la), "model L%d C%d: step %d loss ref %.7f cuda %.7f", L, C, step, la, lb);
-        CHECK_OK(gpt2c_model_backward(a, 1.0f));
-        CHECK_OK(gpt2c_model_backward(b, 1.0f));
-        char tag[64];
-        snprintf(tag, sizeof tag, "(model L%d C%d step %d)", L, C, step);
-        for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++)
-            cmp(a->info[id].name, tag, b->grads.t[id], a->grads.t[id], a->info[id].numel, 1e-4);
-        CHECK_OK(gpt2c_model_update(a, &opt, 1e-3f, &na));
-        CHECK_OK(gpt2c_model_update(b, &opt, 1e-3f, &nb));
-        CHECK_MSG(fabsf(na - nb) <= 1e-4f * na, "grad norm ref %g cuda %g", na, nb);
-    }
-    float *hb;
-    CHECK_OK(gpt2c_model_params_host(b, &hb));
-    double e = tu_max_rel_err(hb, a->params_mem, a->slab_floats, 1e-6);
-    CHECK_MSG(e <= 1e-5, "params after 2 steps: max rel err %.3g", e);
+    char tag[64];
+    snprintf(tag, sizeof tag, "(model L%d C%d NH%d T%d)", L, C, NH, T);
+
     CHECK_OK(gpt2c_model_forward(b, x, NULL, B, T, NULL)); /* inference: logits come back */
     CHECK_OK(gpt2c_model_forward(a, x, NULL, B, T, NULL));
-    e = tu_max_rel_err(gpt2c_model_logits(b), gpt2c_model_logits(a), (size_t)B * T * a->cfg.padded_vocab_size, 1e-6);
-    CHECK_MSG(e <= 1e-4, "logits: max rel err %.3g", e);
+    double e = tu_max_rel_err(gpt2c_model_logits(b), gpt2c_model_logits(a), (size_t)B * T * a->cfg.padded_vocab_size, 1e-6);
+    CHECK_MSG(e <= 1e-4, "logits %s: max rel err %.3g", tag, e);
+
+    gpt2c_adamw_cfg opt = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 1.0f};
+    const float lr = 1e-3f;
+    float la = 0, lb = 0, na = 0, nb = 0;
+    CHECK_OK(gpt2c_model_forward(a, x, y, B, T, &la));
+    CHECK_OK(gpt2c_model_forward(b, x, y, B, T, &lb));
+    CHECK_MSG(fabsf(la - lb) <= 1e-5f * fabsf(la), "loss %s: ref %.7f cuda %.7f", tag, la, lb);
+    CHECK_OK(gpt2c_model_backward(a, 1.0f));
+    CHECK_OK(gpt2c_model_backward(b, 1.0f));
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++)
+        cmp(a->info[id].name, tag, b->grads.t[id], a->grads.t[id], a->info[id].numel, 1e-4);
+    CHECK_OK(gpt2c_model_update(a, &opt, lr, &na));
+    CHECK_OK(gpt2c_model_update(b, &opt, lr, &nb));
+    CHECK_MSG(fabsf(na - nb) <= 1e-4f * na, "grad norm %s: ref %g cuda %g", tag, na, nb);
+    float *hb;
+    CHECK_OK(gpt2c_model_params_host(b, &hb));
+    double maxd = 0;
+    for (size_t i = 0; i < a->slab_floats; i++) maxd = fmax(maxd, fabs((double)hb[i] - a->params_mem[i]));
+    CHECK_MSG(maxd <= 2.5 * lr, "params after a step %s: max abs diff %.3g > 2.5 lr", tag, maxd);
+    CHECK_OK(gpt2c_model_forward(a, x, y, B, T, &la));
+    CHECK_OK(gpt2c_model_forward(b, x, y, B, T, &lb));
+    CHECK_MSG(fabsf(la - lb) <= 1e-3f * fabsf(la), "loss after a step %s: ref %.7f cuda %.7f", tag, la, lb);
     gpt2c_model_free(a);
     gpt2c_model_free(b);
     free(x), free(y);
 }
+
+#ifdef GPT2C_HAVE_CUDA
+#include "kernels/cuda/cuda_ops.h"
+/* TF32 matmuls: same results to TF32's 10-bit mantissa */
+static void test_tf32(void) {
+    if (K == &FAKE) return;
+    cuda_set_matmul_tf32(1);
+    const int N = 67, IC = 200, OC = 130;
+    float *x = rnd((size_t)N * IC, 0, 1), *w = rnd((size_t)OC * IC, 0, 0.1f), *bias = rnd(OC, 0, 1);
+    float *out = malloc((size_t)N * OC * 4);
+    float *dx = up(x, (size_t)N * IC * 4), *dw = up(w, (size_t)OC * IC * 4), *db = up(bias, OC * 4);
+    float *dout = up(NULL, (size_t)N * OC * 4);
+    R->matmul_forward(out, x, w, bias, N, IC, OC);
+    K->matmul_forward(dout, dx, dw, db, N, IC, OC);
+    cmp("matmul_forward tf32", "(N=67 IC=200 OC=130)", dout, out, (size_t)N * OC, 5e-3);
+    cuda_set_matmul_tf32(0);
+    K->dev_free(dx), K->dev_free(dw), K->dev_free(db), K->dev_free(dout);
+    free(x), free(w), free(bias), free(out);
+}
+#else
+static void test_tf32(void) {}
+#endif
 
 int main(void) {
     CHECK_OK(gpt2c_kernels_get("ref", &R));
@@ -306,6 +335,7 @@ int main(void) {
     test_pointwise((size_t)1 << 22, "(4M)");
     test_model(2, 64, 4, 100, 3, 17);
     test_model(1, 96, 2, 300, 2, 70); /* hs = 48, T past two key tiles */
+    test_tf32();
     CHECK_MSG(host_ptr_uses == 0, "%d host pointers reached device ops (fake device)", host_ptr_uses);
     return tu_finish("test_cuda_ops");
 }
