@@ -69,6 +69,16 @@ static gpt2c_status f_d2h(void *dst, const void *src, size_t n) {
     return GPT2C_OK;
 }
 static gpt2c_status f_ok(void) { return GPT2C_OK; }
+static gpt2c_status f_prof(struct gpt2c_profiler *p) {
+    (void)p;
+    return GPT2C_OK;
+}
+static void f_prof_detach(struct gpt2c_profiler *p) { (void)p; }
+static gpt2c_status f_peaks(gpt2c_device_peaks *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "fake device");
+    return GPT2C_OK;
+}
 
 #define D(p) dev(p, __func__)
 static void f_enc_f(float *o, const int32_t *t, const float *wte, const float *wpe, int B, int T, int C) {
@@ -157,6 +167,7 @@ static const gpt2c_kernels FAKE = {
     .sumsq = f_sumsq, .adamw = f_adamw, .zero = f_zero,
     .device_init = f_ok, .dev_alloc = f_alloc, .dev_free = f_free,
     .memcpy_h2d = f_h2d, .memcpy_d2h = f_d2h, .device_check = f_ok,
+    .prof_attach = f_prof, .prof_resolve = f_prof, .prof_detach = f_prof_detach, .device_peaks = f_peaks,
 };
 
 #endif

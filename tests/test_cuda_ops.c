@@ -281,6 +281,50 @@ static void test_model(int L, int C, int NH, int V, int B, int T) {
     free(x), free(y);
 }
 
+/* Profiler scopes get GPU times: every op scope of a forward is closed,
+ * non-negative, in order, and inside the host-measured span. */
+static void test_profiler(void) {
+    gpt2c_device_peaks pk;
+    CHECK_OK(K->device_peaks(&pk));
+    printf("  device: %s: fp32 %.1f, tf32 %.1f, bf16 %.1f TFLOP/s, %.0f GB/s\n", pk.name, pk.fp32_flops / 1e12,
+           pk.tf32_flops / 1e12, pk.bf16_flops / 1e12, pk.mem_bytes_per_s / 1e9);
+    if (K == &FAKE) return;
+    CHECK(pk.fp32_flops > 1e12 && pk.mem_bytes_per_s > 1e11);
+    gpt2c_config cfg = {.max_seq_len = 64, .vocab_size = 500, .num_layers = 2, .num_heads = 4, .channels = 128};
+    gpt2c_model *m;
+    CHECK_OK(gpt2c_model_create(&cfg, &m));
+    gpt2c_model_init_random(m, 1);
+    CHECK_OK(gpt2c_model_use_kernels(m, K));
+    int32_t *x = rnd_ids(4 * 64, 500);
+    gpt2c_profiler prof;
+    CHECK_OK(gpt2c_profiler_init(&prof, 1024));
+    CHECK_OK(K->prof_attach(&prof));
+    m->prof = &prof;
+    uint64_t h0 = gpt2c_now_ns();
+    CHECK_OK(gpt2c_model_forward(m, x, x, 4, 64, NULL));
+    CHECK_OK(K->prof_resolve(&prof));
+    uint64_t h1 = gpt2c_now_ns();
+    CHECK(prof.n > 10);
+    uint64_t gpu_ns = 0;
+    for (size_t i = 0; i < prof.n; i++) {
+        const gpt2c_prof_event *e = &prof.events[i];
+        CHECK_MSG(e->t1_ns >= e->t0_ns && e->t0_ns + 50000 >= h0 && e->t1_ns <= h1 + 50000,
+                  "event %zu (%s): [%llu, %llu] outside [%llu, %llu]", i, gpt2c_op_name((gpt2c_op)e->op),
+                  (unsigned long long)e->t0_ns, (unsigned long long)e->t1_ns, (unsigned long long)h0,
+                  (unsigned long long)h1);
+        if (i) CHECK(e->t0_ns + 2000 >= prof.events[i - 1].t1_ns); /* one stream: ops do not overlap */
+        gpu_ns += e->t1_ns - e->t0_ns;
+    }
+    CHECK(gpu_ns > 0);
+    printf("  profiler: %zu scopes, %.3f ms of GPU time in a %.3f ms forward\n", prof.n, gpu_ns / 1e6, (h1 - h0) / 1e6);
+    K->prof_detach(&prof);
+    CHECK(prof.on_begin == NULL && prof.ext == NULL);
+    m->prof = NULL;
+    gpt2c_profiler_free(&prof);
+    gpt2c_model_free(m);
+    free(x);
+}
+
 #ifdef GPT2C_HAVE_CUDA
 #include "kernels/cuda/cuda_ops.h"
 /* TF32 matmuls: same results to TF32's 10-bit mantissa */
@@ -336,6 +380,7 @@ int main(void) {
     test_model(2, 64, 4, 100, 3, 17);
     test_model(1, 96, 2, 300, 2, 70); /* hs = 48, T past two key tiles */
     test_tf32();
+    test_profiler();
     CHECK_MSG(host_ptr_uses == 0, "%d host pointers reached device ops (fake device)", host_ptr_uses);
     return tu_finish("test_cuda_ops");
 }

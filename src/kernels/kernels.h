@@ -20,6 +20,15 @@
 
 #include "gpt2c/status.h"
 
+struct gpt2c_profiler;
+
+/* A device's peak rates (0 where unknown), for MFU and the roofline. */
+typedef struct gpt2c_device_peaks {
+    char name[96];                                  /* e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" */
+    double fp32_flops, tf32_flops, bf16_flops;      /* dense FLOP/s at the max clock */
+    double mem_bytes_per_s;                         /* DRAM bandwidth */
+} gpt2c_device_peaks;
+
 typedef struct gpt2c_kernels {
     const char *name; /* "ref", "cpu", "blas", "cuda" */
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
@@ -116,6 +125,18 @@ typedef struct gpt2c_kernels {
     /* The first asynchronous error since the last call (ops return void, so a
      * failed launch is remembered and reported here).  Does not wait. */
     gpt2c_status (*device_check)(void);
+    /* GPU time in the profiler's scopes.  attach installs the profiler's
+     * on_begin/on_end hooks (refused if another extension holds them): each
+     * scope records a CUDA event pair and an NVTX range.  resolve waits for
+     * the GPU and rewrites each resolved scope's t0_ns/t1_ns as GPU times on
+     * the host clock's axis, so every report shows GPU time; call it before
+     * reading or resetting the events (once per step is right).  detach
+     * removes the hooks and frees the events. */
+    gpt2c_status (*prof_attach)(struct gpt2c_profiler *p);
+    gpt2c_status (*prof_resolve)(struct gpt2c_profiler *p);
+    void (*prof_detach)(struct gpt2c_profiler *p);
+    /* The device's peak rates (after device_init). */
+    gpt2c_status (*device_peaks)(gpt2c_device_peaks *out);
 } gpt2c_kernels;
 
 /* The ref backend (plain scalar C, the oracle) */

@@ -33,6 +33,10 @@ static const gpt2c_kernels CUDA = {
     .memcpy_h2d = cuda_memcpy_h2d,
     .memcpy_d2h = cuda_memcpy_d2h,
     .device_check = cuda_device_check,
+    .prof_attach = cuda_prof_attach,
+    .prof_resolve = cuda_prof_resolve,
+    .prof_detach = cuda_prof_detach,
+    .device_peaks = cuda_device_peaks,
 };
 
 const gpt2c_kernels *gpt2c_kernels_cuda(void) { return &CUDA; }

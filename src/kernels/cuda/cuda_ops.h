@@ -21,6 +21,13 @@ void cuda_dev_free(void *p);
 gpt2c_status cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
 gpt2c_status cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
 gpt2c_status cuda_device_check(void);
+/* cuda_profile.cu: GPU time in profiler scopes, NVTX, peaks */
+struct gpt2c_profiler;
+struct gpt2c_device_peaks;
+gpt2c_status cuda_prof_attach(struct gpt2c_profiler *p);
+gpt2c_status cuda_prof_resolve(struct gpt2c_profiler *p);
+void cuda_prof_detach(struct gpt2c_profiler *p);
+gpt2c_status cuda_device_peaks(struct gpt2c_device_peaks *out);
 /* cuda_matmul.cu: matmul precision, 0 = fp32 (default), 1 = tf32 tensor cores */
 void cuda_set_matmul_tf32(int on);
 
