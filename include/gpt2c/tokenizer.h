@@ -56,8 +56,12 @@ gpt2c_status gpt2c_tokenizer_encode_parallel(const gpt2c_tokenizer *tok, const c
  * is split into sections at every "\n\n" (Python's str.split), and each section
  * becomes EOT followed by encode_ordinary(section + "\n\n"), the last section
  * without the "\n\n". Needs a vocabulary with "<|endoftext|>". nthreads as above.
- * *ndocs (may be NULL) receives the number of sections. */
-gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *tok, const char *bytes, size_t n,
+ * *ndocs (may be NULL) receives the number of sections.
+ * A long text may be fed in parts, each cut right after a "\n\n": pass
+ * more_follows = 1 for every part but the last, so that a part's trailing
+ * "\n\n" does not open an empty section; the ids then concatenate to those
+ * of the whole text. */
+gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *tok, const char *bytes, size_t n, int more_follows,
                                          int nthreads, int32_t **ids, size_t *nids, size_t *ndocs);
 
 /* Decodes ids to bytes (*bytes malloc'd and NUL-terminated; the NUL is not

@@ -185,8 +185,8 @@ gpt2c_status gpt2c_tokenizer_encode(const gpt2c_tokenizer *t, const char *bytes,
     return gpt2c_tokenizer_encode_parallel(t, bytes, n, allow_special, 1, ids, nids);
 }
 
-gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *bytes, size_t n, int nthreads,
-                                         int32_t **ids, size_t *nids, size_t *ndocs) {
+gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *bytes, size_t n, int more_follows,
+                                         int nthreads, int32_t **ids, size_t *nids, size_t *ndocs) {
     *ids = NULL;
     *nids = 0;
     if (ndocs) *ndocs = 0;
@@ -201,6 +201,7 @@ gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *b
     for (;;) {
         const uint8_t *sep = a + 1 < n ? memmem(s + a, n - a, "\n\n", 2) : NULL;
         size_t b = sep ? (size_t)(sep - s) + 2 : n;
+        if (!sep && a == n && more_follows && n > 0) break; /* the next part opens the next section */
         docs++;
         if (add_units(&us, &nu, &cap, s, a, b, CHUNK_MIN * 4, 1)) {
             free(us);
