@@ -42,6 +42,7 @@ static inline char *io_path(const char *dir, const char *name) {
 
 /* Whole file into a malloc'd buffer; NULL if unreadable. */
 static inline unsigned char *io_slurp(const char *path, size_t *n) {
+    *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);

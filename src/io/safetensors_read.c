@@ -167,7 +167,7 @@ static gpt2c_status parse_entry(const gpt2c_st_file *f, const char *key, json_t 
         return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': bad data_offsets [%lld, %lld]", p, key, (long long)b,
                           (long long)e);
     if ((uint64_t)e > data_size)
-        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': data_offsets [%lld, %lld] run past the data (%zu bytes)",
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': data_offsets [%lld, %lld] run past the data (%zu bytes; truncated file?)",
                           p, key, (long long)b, (long long)e, data_size);
     t->nbytes = (size_t)(e - b);
     if (t->nbytes != numel * dsize)
