@@ -17,7 +17,7 @@ eval "$(bash scripts/find-data.sh)"   # sets VOCAB_DIR, TEXT, SOURCE
 echo "== data: $SOURCE"
 echo "   vocabulary: $VOCAB_DIR"
 echo "   corpus: $TEXT"
-VOCAB=$($G encode --vocab "$VOCAB_DIR" --print-vocab-size </dev/null)
+
 
 echo "== tokenize"
 rm -rf "$OUT/shards"
@@ -25,7 +25,7 @@ rm -rf "$OUT/shards"
 $G tokenize --vocab "$VOCAB_DIR" --in $TEXT --out "$OUT/shards" --name demo
 
 echo "== train ($STEPS steps)"
-$G train --model gpt2 --layers 4 --heads 4 --embd 128 --ctx 128 --vocab "$VOCAB" \
+$G train --model gpt2 --layers 4 --heads 4 --embd 128 --ctx 128 --vocab "$VOCAB_DIR" \
   --data "$OUT/shards/demo_train_*.bin" --val-data "$OUT/shards/demo_val_*.bin" \
   --batch 8 --seq 64 --steps "$STEPS" --lr 2e-3 --schedule cosine --warmup 20 --min-lr-frac 0.1 \
   --eval-every 50 --eval-batches 8 --save "$OUT/model.safetensors" --log "$OUT/train.jsonl"

@@ -37,7 +37,7 @@ static const float *tensor_f32(gpt2c_st_file *f, const char *name, size_t n) {
 }
 
 static int load_fixture(const char *dir, fixture *fx) {
-    char path[1024];
+    char path[1400];
     snprintf(path, sizeof path, "%s/reference.safetensors", dir);
     if (gpt2c_st_open(path, &fx->ref) != GPT2C_OK) {
         fprintf(stderr, "%s\n", gpt2c_errmsg());

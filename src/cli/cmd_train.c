@@ -31,7 +31,8 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
     if (ev->is_eval) {
         ui->last_val = ev->val_loss;
         if (ui->log) fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
-        fprintf(stderr, "%sstep %5d/%d  val loss %.4f\n", ui->tty ? "\r\033[K" : "", ev->step, ev->steps, ev->val_loss);
+        fprintf(stderr, "%sval loss %.4f  (after %d of %d steps)\n", ui->tty ? "\r\033[K" : "", ev->val_loss, ev->step,
+                ev->steps);
         return;
     }
     if (ui->log)
@@ -45,9 +46,22 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
                 ui->tty && left ? "" : "\n");
 }
 
+/* "--save ck_{step}.safetensors" keeps one checkpoint per save; without
+ * "{step}" each save replaces the last (atomically). */
+static void expand_step(char *out, size_t n, const char *pattern, int step) {
+    const char *at = strstr(pattern, "{step}");
+    if (!at) {
+        snprintf(out, n, "%s", pattern);
+        return;
+    }
+    snprintf(out, n, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
+}
+
 static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user) {
     train_ui *ui = user;
     if (!ui->save_path) return GPT2C_OK;
+    char path[4096];
+    expand_step(path, sizeof path, ui->save_path, steps_done);
     char step[32], epoch[32], shard[32], cursor[32], seed[32], shuffle[8];
     snprintf(step, sizeof step, "%d", steps_done);
     snprintf(epoch, sizeof epoch, "%" PRIu64, train->pos.epoch);
@@ -59,8 +73,8 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
         {"gpt2c.step", step},           {"gpt2c.data.epoch", epoch}, {"gpt2c.data.shard", shard},
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
     };
-    GPT2C_TRY(gpt2c_model_save(m, ui->save_path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
-    fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", ui->save_path, steps_done);
+    GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
     return GPT2C_OK;
 }
 
@@ -115,7 +129,7 @@ int cmd_train(int argc, char **argv) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
-        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically", 0, 0},
+        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
@@ -135,8 +149,10 @@ int cmd_train(int argc, char **argv) {
 
     /* fail on an unwritable save path now, not after hours of training */
     if (save) {
+        char first[4096];
+        expand_step(first, sizeof first, save, 0);
         gpt2c_atomic probe;
-        if (gpt2c_atomic_open(&probe, save) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
+        if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
         gpt2c_atomic_abort(&probe);
     }
 

@@ -11,7 +11,8 @@
 
 typedef struct {
     const char *model;
-    int layers, heads, embd, ctx, vocab;
+    int layers, heads, embd, ctx;
+    const char *vocab; /* a number, or a tokenizer directory whose vocabulary size is used */
 } model_arg;
 
 /* The option entries for --model and the custom sizes (7 entries). */
@@ -21,7 +22,7 @@ typedef struct {
         {"--heads", CLI_INT, &(ma).heads, "custom size: attention heads", 1, 4096},                   \
         {"--embd", CLI_INT, &(ma).embd, "custom size: channels", 1, 65536},                           \
         {"--ctx", CLI_INT, &(ma).ctx, "custom size: context length", 1, 1 << 20},                     \
-        {"--vocab", CLI_INT, &(ma).vocab, "custom size: vocabulary", 1, 1 << 24}
+        {"--vocab", CLI_STR, &(ma).vocab, "custom size: vocabulary size, or a tokenizer dir to take it from", 0, 0}
 
 /* Builds or loads the model; prints a one-line error and returns non-zero on failure. */
 int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_model **out, int *loaded);
