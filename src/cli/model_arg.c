@@ -1,0 +1,44 @@
+#include "cli/model_arg.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpt2c/io.h"
+
+int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_model **out, int *loaded) {
+    const char *spec = ma->model ? ma->model : "gpt2";
+    struct stat sb;
+    *loaded = 0;
+    if (stat(spec, &sb) == 0) {
+        if (gpt2c_model_load(spec, out) != GPT2C_OK) return cli_fail_status(cmd);
+        const gpt2c_config *c = &(*out)->cfg;
+        /* size options may restate a checkpoint's sizes but not change them */
+        if ((ma->layers && ma->layers != c->num_layers) || (ma->heads && ma->heads != c->num_heads) ||
+            (ma->embd && ma->embd != c->channels) || (ma->ctx && ma->ctx != c->max_seq_len) ||
+            (ma->vocab && ma->vocab != c->vocab_size)) {
+            gpt2c_model_free(*out);
+            *out = NULL;
+            return cli_error(cmd, "%s: the size options contradict the checkpoint (it has layers=%d heads=%d embd=%d ctx=%d vocab=%d)",
+                             spec, c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size);
+        }
+        *loaded = 1;
+        return 0;
+    }
+    gpt2c_config cfg;
+    if (gpt2c_config_preset(spec, &cfg) != GPT2C_OK) {
+        if (strchr(spec, '/') || strchr(spec, '.'))
+            return cli_error(cmd, "--model: %s: no such checkpoint file", spec);
+        return cli_fail_status(cmd);
+    }
+    if (ma->layers) cfg.num_layers = ma->layers;
+    if (ma->heads) cfg.num_heads = ma->heads;
+    if (ma->embd) cfg.channels = ma->embd;
+    if (ma->ctx) cfg.max_seq_len = ma->ctx;
+    if (ma->vocab) {
+        cfg.vocab_size = ma->vocab;
+        cfg.padded_vocab_size = 0; /* recomputed: a multiple of 128 */
+    }
+    if (gpt2c_model_create(&cfg, out) != GPT2C_OK) return cli_fail_status(cmd);
+    gpt2c_model_init_random(*out, seed);
+    return 0;
+}
