@@ -44,6 +44,8 @@ expect_ok() {
     "$@" > "$T/out" 2> "$T/err" || { fail "$* failed: $(cat "$T/err")"; return 1; }
 }
 
+"$G" --version | grep -q -- "-jansson" && { echo "SKIP: built without jansson"; exit 77; }
+
 make_bin "$T/m.bin"
 
 expect_ok "$G" info "$T/m.bin" && {
