@@ -27,6 +27,15 @@ for t in "${targets[@]}"; do
     mkdir -p "$work"
     seeds=()
     [ -d "$ROOT/fuzz/corpus/$kind" ] && seeds+=("$ROOT/fuzz/corpus/$kind")
+    if [ "$t" = fuzz_tokenizer ]; then
+        # the tokenizer target needs GPT-2's vocabulary: shared data, else skip
+        vocab="${GPT2C_VOCAB:-${GPT2C_DATA:-$ROOT/../shared/data}/gpt2-tokenizer}"
+        if [ ! -f "$vocab/encoder.json" ]; then
+            echo "== $t: skipped (no GPT-2 vocabulary at $vocab)"
+            continue
+        fi
+        export GPT2C_VOCAB="$vocab"
+    fi
     echo "== $t: ${SECS}s"
     if ! "$B/fuzz/$t" -max_total_time="$SECS" -print_final_stats=1 -artifact_prefix="$B/artifacts/$t-" \
         "$work" "${seeds[@]}" > "$B/$t.log" 2>&1; then
