@@ -4,12 +4,56 @@
  * model on it must give bit-identical results to a host model on ref, touch
  * the device only through the hooks (a host pointer handed to an op fails the
  * test), copy only what a step needs, and move its slabs back and forth. */
-#include "gpt2c/model.h"
+#include <unistd.h>
+
 #include "fake_device.h"
+#include "gpt2c/io.h"
+#include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 
 /* ---- the test ----------------------------------------------------------- */
+/* Whole file into a malloc'd buffer (*n bytes); NULL if unreadable. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc(len > 0 ? (size_t)len : 1);
+    *n = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    return b;
+}
+
+/* Saving a model that lives on the device writes the same bytes as saving
+ * its host twin (writers read slabs through gpt2c_model_slab_to_host). */
+static void check_save_same(gpt2c_model *host, gpt2c_model *devm) {
+    char ph[64], pd[64];
+    snprintf(ph, sizeof ph, "/tmp/gpt2c_memspace_%d_h", (int)getpid());
+    snprintf(pd, sizeof pd, "/tmp/gpt2c_memspace_%d_d", (int)getpid());
+    for (int fmt = 0; fmt < 2; fmt++) {
+        /* fake device memory is host-readable, so also count the downloads:
+         * a writer reading device pointers directly would copy nothing */
+        d2h_calls = 0;
+        if (fmt == 0) {
+            CHECK_OK(gpt2c_model_save(host, ph, NULL, 0, 1));
+            CHECK_OK(gpt2c_model_save(devm, pd, NULL, 0, 1));
+            CHECK_MSG(d2h_calls == 3, "safetensors save: %d downloads (want 3: params, m, v)", d2h_calls);
+        } else {
+            CHECK_OK(gpt2c_model_save_llmc(host, ph, 3));
+            CHECK_OK(gpt2c_model_save_llmc(devm, pd, 3));
+            CHECK_MSG(d2h_calls == 1, "llm.c save: %d downloads (want 1: params)", d2h_calls);
+        }
+        size_t nh = 0, nd = 0;
+        char *bh = slurp(ph, &nh), *bd = slurp(pd, &nd);
+        CHECK_MSG(bh && bd && nh == nd && nh > 0 && memcmp(bh, bd, nh) == 0, "%s save differs on the device",
+                  fmt ? "llm.c" : "safetensors");
+        free(bh), free(bd);
+        remove(ph), remove(pd);
+    }
+}
+
 enum { B = 2, T = 6 };
 static const gpt2c_config CFG = {.max_seq_len = 8, .vocab_size = 13, .num_layers = 2, .num_heads = 2, .channels = 8};
 
@@ -63,6 +107,7 @@ int main(void) {
     }
     CHECK_OK(gpt2c_model_params_host(b, &hb));
     CHECK(memcmp(hb, a->params_mem, bytes) == 0);
+    check_save_same(a, b);
 
     /* inference: logits come back to the host */
     CHECK_OK(gpt2c_model_forward(a, x, NULL, B, T, NULL));

@@ -106,9 +106,14 @@ gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const struct gpt2c_kernels 
 /* Host view of the parameter slab (layout as params_mem), current values:
  * params_mem itself on a host backend; on a device backend a host mirror,
  * downloaded now. */
-gpt2c_status gpt2c_model_params_host(gpt2c_model *m, float **host);
+gpt2c_status gpt2c_model_params_host(const gpt2c_model *m, float **host);
 /* After writing the host view: sends it to the device (no-op on host backends). */
 gpt2c_status gpt2c_model_params_upload(gpt2c_model *m);
+/* Read-only host copy of one of m's slabs (params_mem, grads_mem, m_mem,
+ * v_mem), for writers: on a host backend *host = slab (nothing allocated); on
+ * a device backend a downloaded copy.  Release with gpt2c_model_slab_host_free. */
+gpt2c_status gpt2c_model_slab_to_host(const gpt2c_model *m, const float *slab, const float **host);
+void gpt2c_model_slab_host_free(const float *slab, const float *host);
 
 /* Plans the activations for batches of (B, T); no allocation happens after. */
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T);

@@ -211,7 +211,7 @@ static void fill_normal(float *x, size_t n, float std, uint64_t seed, int tensor
     }
 }
 
-gpt2c_status gpt2c_model_params_host(gpt2c_model *m, float **host) {
+gpt2c_status gpt2c_model_params_host(const gpt2c_model *m, float **host) {
     if (!m->params_host) {
         *host = m->params_mem;
         return GPT2C_OK;
@@ -219,6 +219,25 @@ gpt2c_status gpt2c_model_params_host(gpt2c_model *m, float **host) {
     GPT2C_TRY(gpt2c_mem_download(m->k, m->params_host, m->params_mem, m->slab_floats * sizeof(float)));
     *host = m->params_host;
     return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_model_slab_to_host(const gpt2c_model *m, const float *slab, const float **host) {
+    *host = slab;
+    if (!slab || !gpt2c_mem_is_device(m->k)) return GPT2C_OK;
+    const size_t bytes = m->slab_floats * sizeof(float);
+    float *h = gpt2c_alloc(bytes, "host copy of a device slab");
+    if (!h) return GPT2C_ERR_NOMEM;
+    gpt2c_status st = gpt2c_mem_download(m->k, h, slab, bytes);
+    if (st != GPT2C_OK) {
+        gpt2c_free(h);
+        return st;
+    }
+    *host = h;
+    return GPT2C_OK;
+}
+
+void gpt2c_model_slab_host_free(const float *slab, const float *host) {
+    if (host && host != slab) gpt2c_free((void *)host);
 }
 
 gpt2c_status gpt2c_model_params_upload(gpt2c_model *m) {
