@@ -28,6 +28,12 @@ const char *gpt2c_cpu_brand(void);
  * AVX-512 CPU, "Haswell" for AVX2, NULL when there is no better advice). */
 const char *gpt2c_cpu_openblas_coretype(void);
 
+/* Measured fp32 FMA peak in GFLOP/s of `isa` on `threads` threads (<= 0: the
+ * current OpenMP count): independent FMA chains in registers for about
+ * `seconds`, best of 3.  The bench commands' "% of peak" divides by this
+ * (a stand-in until the profiler's `bench peak` library function lands). */
+double gpt2c_cpu_fma_peak_gflops(gpt2c_isa isa, int threads, double seconds);
+
 /* ---- the optional BLAS backend (src/kernels/blas; stubs when not built) ----
  * OpenBLAS picks its kernels from OPENBLAS_CORETYPE when the process starts
  * (in a library constructor, before main), so a wrong value in the

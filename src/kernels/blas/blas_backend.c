@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpt2c/cpu.h"
+#include "kernels/blas/blas.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/kernels.h"
 
@@ -91,4 +92,13 @@ const char *gpt2c_blas_better_coretype(void) {
         return "SkylakeX";
 #endif
     return NULL;
+}
+
+void blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    sync_threads();
+    switch (op) {
+    case GEMM_FWD: cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;
+    case GEMM_DINP: cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, A, OC, B, IC, 0.0f, C, IC); break;
+    case GEMM_DW: cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, 1.0f, C, IC); break;
+    }
 }

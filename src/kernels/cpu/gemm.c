@@ -213,3 +213,12 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
         gemm_tile(kk, m0, mb, n0, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
     }
 }
+
+void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC,
+                     int OC) {
+    switch (op) {
+    case GEMM_FWD: cpu_gemm(isa, N, OC, IC, A, IC, 1, B, 1, IC, C, OC, NULL, 0); break;
+    case GEMM_DINP: cpu_gemm(isa, N, IC, OC, A, OC, 1, B, IC, 1, C, IC, NULL, 0); break;
+    case GEMM_DW: cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, 1); break;
+    }
+}

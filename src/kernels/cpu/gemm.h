@@ -37,4 +37,11 @@ extern const gemm_isa_kernel gemm_kernel_avx2;
 void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 
+/* The three GEMMs of a linear layer (for benchmarks), by the strides above:
+ *   GEMM_FWD:  C = out (N,OC)   = X (N,IC) W^T      (A = X,    B = W)
+ *   GEMM_DINP: C = dinp (N,IC)  = dout (N,OC) W     (A = dout, B = W)
+ *   GEMM_DW:   C = dW (OC,IC)  += dout^T X          (A = dout, B = X) */
+typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW } gemm_linear_op;
+void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+
 #endif
