@@ -1,12 +1,14 @@
-/* Packed, cache-blocked SGEMM driver (see gemm.h), BLIS-style:
+/* Packed, cache-blocked SGEMM driver (see gemm.h), BLIS-style, in one
+ * parallel region:
  *
- *   C is cut into tiles of MB x NB (NB <= 512 columns: the packed B block,
- *   GEMM_KC x NB floats = 512 KiB, stays in L2); threads take whole tiles.
- *   For each K block of GEMM_KC (in order):
- *     pack A's tile rows into MR-row micro-panels  (Ap[k*MR + r]),
- *     pack B's tile columns into NR-column panels  (Bp[k*NR + j]), zero-padded,
- *     for each MR-row panel (stays in L1), for each NR-column panel (from L2):
- *        micro-kernel: the MR x NR block of C += Ap Bp.
+ *   for each block of NC_MAX columns (jc), for each K block of GEMM_KC (pc, in order):
+ *     all threads pack B's block into NR-column micro-panels (Bp[k*NR + j],
+ *       zero-padded; shared, in L3), barrier;
+ *     threads take row chunks of MC rows (and column groups when rows are few):
+ *       pack A's rows into MR-row micro-panels (Ap[k*MR + r], per thread, in L2),
+ *       for each B micro-panel (stays in L1), for each A micro-panel:
+ *         micro-kernel: the MR x NR block of C (+)= Ap Bp.
+ *   Every element of A and B is packed once per GEMM (A once per column block).
  *   Bias is folded into the first K block (accumulators start at bias).
  *   Edge tiles go through a small MR x NR buffer so kernels stay full-size. */
 #include <omp.h>
@@ -15,8 +17,8 @@
 
 #include "kernels/cpu/gemm.h"
 
-#define MB_MAX 1536 /* multiple of every MR */
-#define NB_MAX 512  /* multiple of every NR */
+#define MC_MAX 384   /* rows of A per packed block (multiple of every MR): 192 KiB, in L2 */
+#define NC_MAX 4096  /* columns of B per packed block (multiple of every NR): 2 MiB, in L3 */
 #define MR_MAX 8
 #define NR_MAX 64
 
@@ -38,7 +40,7 @@ static void kern_scalar_4x16(int K, const float *Ap, const float *Bp, float *C, 
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16};
+static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16, NULL};
 
 static const gemm_isa_kernel *pick_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -102,77 +104,54 @@ static void pack_b(float *Bp, const float *B, long rsb, long csb, int n0, int nb
     }
 }
 
-/* Per-thread packing buffers, allocated at a thread's first GEMM and kept
- * (no allocation in later steps). */
+/* Packing buffers, allocated at the first GEMM and kept (no allocation in
+ * later steps): one shared B block, one A block per thread.  A GEMM called
+ * from inside someone else's parallel region runs on that thread alone with
+ * its own (thread-local) buffers. */
+#define MAX_THREADS 256
+static float *g_bpack;                    /* GEMM_KC x NC_MAX, shared */
+static float *g_apack[MAX_THREADS];       /* MC_MAX x GEMM_KC per thread */
 static _Thread_local float *tl_apack, *tl_bpack;
 
-static int thread_buffers(float **ap, float **bp) {
-    if (!tl_apack) {
-        tl_apack = aligned_alloc(64, sizeof(float) * (size_t)MB_MAX * GEMM_KC);
-        tl_bpack = aligned_alloc(64, sizeof(float) * (size_t)NB_MAX * GEMM_KC);
-        if (!tl_apack || !tl_bpack) {
-            free(tl_apack);
-            free(tl_bpack);
-            tl_apack = tl_bpack = NULL;
-            return 0;
-        }
-    }
-    *ap = tl_apack;
-    *bp = tl_bpack;
-    return 1;
-}
+static float *alloc_floats(size_t n) { return aligned_alloc(64, sizeof(float) * n); }
 
 /* Unpacked fallback, only if the packing buffers cannot be allocated. */
-static void gemm_tile_naive(int m0, int mb, int n0, int nb, int K, const float *A, long rsa, long csa,
-                            const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
-                            int accumulate) {
-    for (int i = m0; i < m0 + mb; i++)
-        for (int j = n0; j < n0 + nb; j++) {
+static void gemm_naive(int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb, long csb,
+                       float *C, long ldc, const float *bias, int accumulate) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
             float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
-            for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
-                const int ke = K - k0 < GEMM_KC ? K : k0 + GEMM_KC;
-                for (int k = k0; k < ke; k++) acc += A[(size_t)i * rsa + (size_t)k * csa] * B[(size_t)k * rsb + (size_t)j * csb];
-            }
+            for (int k = 0; k < K; k++) acc += A[(size_t)i * rsa + (size_t)k * csa] * B[(size_t)k * rsb + (size_t)j * csb];
             C[(size_t)i * ldc + j] = acc;
         }
 }
 
-static void gemm_tile(const gemm_isa_kernel *kk, int m0, int mb, int n0, int nb, int K, const float *A, long rsa,
-                      long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
-                      int accumulate) {
-    float *Ap, *Bp;
-    if (!thread_buffers(&Ap, &Bp)) {
-        gemm_tile_naive(m0, mb, n0, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
-        return;
-    }
+/* C rows [m0, m0+mb) x cols [n0, n0+nb) (relative to the packed blocks) += Ap Bp for one K block */
+static void macro_kernel(const gemm_isa_kernel *kk, const float *Ap, const float *Bp, int kc, int mb, int jr0,
+                         int jr1, int nbtot, float *C, long ldc, int load_c, const float *bias) {
     const int MR = kk->mr, NR = kk->nr;
-    for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
-        const int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
-        const int load_c = accumulate || k0 > 0;
-        pack_a(Ap, A, rsa, csa, m0, mb, k0, kc, MR);
-        pack_b(Bp, B, rsb, csb, n0, nb, k0, kc, NR);
+    /* jr outer: the B micro-panel (GEMM_KC x NR) stays in L1 while A panels come from L2 */
+    for (int jr = jr0; jr < jr1; jr += NR) {
+        const int nr = nbtot - jr < NR ? nbtot - jr : NR;
+        const float *bp = Bp + (size_t)jr * kc;
+        const float *bi = (!load_c && bias) ? bias + jr : NULL;
         for (int ir = 0; ir < mb; ir += MR) {
             const int mr = mb - ir < MR ? mb - ir : MR;
             const float *ap = Ap + (size_t)ir * kc;
-            for (int jr = 0; jr < nb; jr += NR) {
-                const int nr = nb - jr < NR ? nb - jr : NR;
-                float *c = C + (size_t)(m0 + ir) * ldc + n0 + jr;
-                const float *bp = Bp + (size_t)jr * kc;
-                const float *bi = (!load_c && bias) ? bias + n0 + jr : NULL;
-                if (mr == MR && nr == NR) {
-                    kk->kern(kc, ap, bp, c, ldc, load_c, bi);
-                } else { /* edge: through a full-size buffer */
-                    float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
-                    float bpad[NR_MAX] __attribute__((aligned(64)));
-                    if (load_c)
-                        for (int r = 0; r < mr; r++) memcpy(tmp + r * NR, c + (size_t)r * ldc, sizeof(float) * nr);
-                    if (bi) {
-                        memset(bpad, 0, sizeof bpad);
-                        memcpy(bpad, bi, sizeof(float) * nr);
-                    }
-                    kk->kern(kc, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
-                    for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
+            float *c = C + (size_t)ir * ldc + jr;
+            if (mr == MR && nr == NR) {
+                kk->kern(kc, ap, bp, c, ldc, load_c, bi);
+            } else { /* edge: through a full-size buffer */
+                float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
+                float bpad[NR_MAX] __attribute__((aligned(64)));
+                if (load_c)
+                    for (int r = 0; r < mr; r++) memcpy(tmp + r * NR, c + (size_t)r * ldc, sizeof(float) * nr);
+                if (bi) {
+                    memset(bpad, 0, sizeof bpad);
+                    memcpy(bpad, bi, sizeof(float) * nr);
                 }
+                kk->kern(kc, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
+                for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
             }
         }
     }
@@ -192,25 +171,77 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
     }
     const gemm_isa_kernel *kk = pick_kernel(isa);
     const int MR = kk->mr, NR = kk->nr;
-    const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
-    /* Tiling (any tiling gives the same numbers: only the K blocking sets the order) */
-    int rb = ceil_div(M, MB_MAX), cb = ceil_div(N, NB_MAX);
-    if (nth > 1 && (rb * cb) % nth != 0 && rb * cb < 8 * nth) { /* balance the threads */
-        if (round_up(cb, nth) <= ceil_div(N, NR))
-            cb = round_up(cb, nth);
-        else if (round_up(rb, nth) <= ceil_div(M, MR))
-            rb = round_up(rb, nth);
+    const int nested = omp_in_parallel();
+    int nth = nested ? 1 : omp_get_max_threads();
+    if (nth > MAX_THREADS) nth = MAX_THREADS;
+
+    /* buffers */
+    float *bpack;
+    if (nested) {
+        if (!tl_bpack) tl_bpack = alloc_floats((size_t)GEMM_KC * NC_MAX);
+        if (!tl_apack) tl_apack = alloc_floats((size_t)MC_MAX * GEMM_KC);
+        if (!tl_apack || !tl_bpack) {
+            gemm_naive(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
+            return;
+        }
+        bpack = tl_bpack;
+    } else {
+        int ok = 1;
+        if (!g_bpack) g_bpack = alloc_floats((size_t)GEMM_KC * NC_MAX);
+        for (int t = 0; t < nth; t++)
+            if (!g_apack[t]) g_apack[t] = alloc_floats((size_t)MC_MAX * GEMM_KC);
+        for (int t = 0; t < nth; t++) ok &= g_apack[t] != NULL;
+        if (!g_bpack || !ok) {
+            gemm_naive(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
+            return;
+        }
+        bpack = g_bpack;
     }
-    const int NB = round_up(ceil_div(N, cb), NR), MB = round_up(ceil_div(M, rb), MR);
-    cb = ceil_div(N, NB);
-    rb = ceil_div(M, MB);
-    const int jobs = rb * cb;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(jobs < nth ? jobs : nth) if (jobs > 1 && nth > 1)
-    for (int job = 0; job < jobs; job++) {
-        const int ib = job / cb, jb = job % cb;
-        const int m0 = ib * MB, n0 = jb * NB;
-        const int mb = M - m0 < MB ? M - m0 : MB, nb = N - n0 < NB ? N - n0 : NB;
-        gemm_tile(kk, m0, mb, n0, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
+
+    /* Work split of one B block (any split gives the same numbers: only the K
+     * blocking sets the summation order).  Row chunks of <= MC_MAX, a
+     * multiple of the thread count when few; column groups when rows are too
+     * few to keep the threads busy. */
+    int mch = ceil_div(M, MC_MAX);
+    if (nth > 1 && mch % nth && mch < 4 * nth && round_up(mch, nth) <= ceil_div(M, MR)) mch = round_up(mch, nth);
+    const int MC = round_up(ceil_div(M, mch), MR);
+    mch = ceil_div(M, MC);
+
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    {
+        const int tid = omp_get_thread_num();
+        float *apack = nested ? tl_apack : g_apack[tid];
+        for (int jc = 0; jc < N; jc += NC_MAX) {
+            const int nc = N - jc < NC_MAX ? N - jc : NC_MAX;
+            const int npan = ceil_div(nc, NR);
+            int ngr = 1;
+            if (mch < nth) ngr = ceil_div(nth, mch) < npan ? ceil_div(nth, mch) : npan;
+            const int pan_per_gr = ceil_div(npan, ngr);
+            for (int pc = 0; pc < K; pc += GEMM_KC) {
+                const int kc = K - pc < GEMM_KC ? K - pc : GEMM_KC;
+                const int load_c = accumulate || pc > 0;
+#pragma omp for schedule(static)
+                for (int p = 0; p < npan; p++) {
+                    const int j0 = p * NR, nb = nc - j0 < NR ? nc - j0 : NR;
+                    if (csb != 1 && kk->pack_bt)
+                        kk->pack_bt(bpack + (size_t)j0 * kc, B + (size_t)(jc + j0) * csb + (size_t)pc * rsb, csb, nb, kc, NR);
+                    else
+                        pack_b(bpack + (size_t)j0 * kc, B, rsb, csb, jc + j0, nb, pc, kc, NR);
+                }
+#pragma omp for schedule(dynamic, 1)
+                for (int u = 0; u < mch * ngr; u++) {
+                    const int ic = (u / ngr) * MC, g = u % ngr;
+                    const int mb = M - ic < MC ? M - ic : MC;
+                    const int jr0 = g * pan_per_gr * NR;
+                    int jr1 = (g + 1) * pan_per_gr * NR;
+                    if (jr1 > nc) jr1 = nc;
+                    if (jr0 >= jr1) continue;
+                    pack_a(apack, A, rsa, csa, ic, mb, pc, kc, MR);
+                    macro_kernel(kk, apack, bpack, kc, mb, jr0, jr1, nc, C + (size_t)ic * ldc + jc, ldc, load_c,
+                                 bias ? bias + jc : NULL);
+                }
+            }
+        }
     }
 }
 

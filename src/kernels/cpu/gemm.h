@@ -18,16 +18,21 @@
 
 #include "gpt2c/cpu.h"
 
-#define GEMM_KC 256 /* K block: fixed, it sets the summation order */
+#define GEMM_KC 128 /* K block: fixed, it sets the summation order */
 
 /* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + Ap Bp over k < K.
  * Ap is packed k-major: Ap[k*MR + r]; Bp: Bp[k*NR + j]; bias has NR floats. */
 typedef void (*gemm_kernel_fn)(int K, const float *Ap, const float *Bp, float *C, long ldc, int load_c,
                                const float *bias);
 
+/* Packs NR columns of a "transposed" B (column j at src + j*ld, contiguous in
+ * k): dst[k*NR + j] for k < kc, j < nb, zeros for nb <= j < NR. */
+typedef void (*gemm_pack_bt_fn)(float *dst, const float *src, long ld, int nb, int kc, int NR);
+
 typedef struct {
     int mr, nr;
     gemm_kernel_fn kern;
+    gemm_pack_bt_fn pack_bt; /* NULL: the generic loop */
 } gemm_isa_kernel;
 
 /* Per-ISA micro-kernels (gemm_avx512.c, gemm_avx2.c; the scalar one is in gemm.c). */

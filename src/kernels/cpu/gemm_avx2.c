@@ -28,4 +28,4 @@ static void kern_6x16(int K, const float *Ap, const float *Bp, float *C, long ld
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
 }
 
-const gemm_isa_kernel gemm_kernel_avx2 = {MR, NR, kern_6x16};
+const gemm_isa_kernel gemm_kernel_avx2 = {MR, NR, kern_6x16, NULL};
