@@ -11,6 +11,11 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_ops.h"
+
+/* sqrtf / logf need not set errno here: lets GCC vectorise them */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-math-errno")
+#endif
 #include "kernels/cpu/gemm.h"
 
 #define LN_EPS 1e-5f
@@ -21,7 +26,8 @@
  * vectorises: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial,
  * 2^n put into the exponent bits.  Inputs below -87.3 give ~1e-38, not 0. */
 static inline float vexp(float x) {
-    x = fminf(fmaxf(x, -87.3f), 88.7f);
+    x = x < -87.3f ? -87.3f : x; /* ternaries, not fminf: they map to vmaxps/vminps */
+    x = x > 88.7f ? 88.7f : x;
     const float t = x * 1.44269504088896341f;
     const float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest (1.5 * 2^23 trick) */
     float r = fmaf(n, -0.693145751953125f, x);       /* ln2 split in two for an exact n*ln2_hi */
