@@ -20,10 +20,14 @@
 
 #define GEMM_KC 128 /* K block: fixed, it sets the summation order */
 
-/* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + Ap Bp over k < K.
- * Ap is packed k-major: Ap[k*MR + r]; Bp: Bp[k*NR + j]; bias has NR floats. */
-typedef void (*gemm_kernel_fn)(int K, const float *Ap, const float *Bp, float *C, long ldc, int load_c,
-                               const float *bias);
+/* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + A B over k < K.
+ * A is read in place by strides: element (r,k) at a[r*rsa + k*csa], where
+ * either csa == 1 (rows of A contiguous: inp, dout) or rsa == 1 (columns
+ * contiguous: dout^T, or an edge panel copied to a[k*MR + r]).  B is MR-free:
+ * row k of the NR-wide panel at b + k*ldb (a packed panel: ldb = NR; or the
+ * matrix itself when its rows are contiguous).  bias has NR floats. */
+typedef void (*gemm_kernel_fn)(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C,
+                               long ldc, int load_c, const float *bias);
 
 /* Packs NR columns of a "transposed" B (column j at src + j*ld, contiguous in
  * k): dst[k*NR + j] for k < kc, j < nb, zeros for nb <= j < NR. */

@@ -8,30 +8,49 @@
 #define MR 6
 #define NR 64
 
-static void kern_6x64(int K, const float *Ap, const float *Bp, float *C, long ldc, int load_c, const float *bias) {
+/* a_rows: A's rows are contiguous (csa == 1), else its columns are (rsa == 1);
+ * a constant after inlining, so each variant gets its own loop. */
+static inline __attribute__((always_inline)) void kern_body(int K, const float *a, long rsa, long csa, const float *b,
+                                                            long ldb, float *C, long ldc, int load_c, const float *bias,
+                                                            const int a_rows) {
     __m512 c[MR][4];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < 4; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
+    const float *a0 = a, *a1 = a + rsa, *a2 = a + 2 * rsa, *a3 = a + 3 * rsa, *a4 = a + 4 * rsa, *a5 = a + 5 * rsa;
     for (int k = 0; k < K; k++) {
-        const __m512 b0 = _mm512_load_ps(Bp), b1 = _mm512_load_ps(Bp + 16), b2 = _mm512_load_ps(Bp + 32),
-                     b3 = _mm512_load_ps(Bp + 48);
-        _mm_prefetch((const char *)(Bp + 8 * NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(Bp + 8 * NR + 32), _MM_HINT_T0);
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
+                     b3 = _mm512_loadu_ps(b + 48);
+        _mm_prefetch((const char *)(b + 8 * ldb), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * ldb + 32), _MM_HINT_T0);
+        float av[MR];
+        if (a_rows) {
+            av[0] = a0[k], av[1] = a1[k], av[2] = a2[k], av[3] = a3[k], av[4] = a4[k], av[5] = a5[k];
+        } else {
+            const float *ak = a + (size_t)k * csa;
+            av[0] = ak[0], av[1] = ak[1], av[2] = ak[2], av[3] = ak[3], av[4] = ak[4], av[5] = ak[5];
+        }
 #pragma GCC unroll 6
         for (int r = 0; r < MR; r++) {
-            const __m512 a = _mm512_set1_ps(Ap[r]);
-            c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
-            c[r][2] = _mm512_fmadd_ps(a, b2, c[r][2]);
-            c[r][3] = _mm512_fmadd_ps(a, b3, c[r][3]);
+            const __m512 ar = _mm512_set1_ps(av[r]);
+            c[r][0] = _mm512_fmadd_ps(ar, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(ar, b1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(ar, b2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(ar, b3, c[r][3]);
         }
-        Ap += MR;
-        Bp += NR;
+        b += ldb;
     }
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+
+static void kern_6x64(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
+                      int load_c, const float *bias) {
+    if (csa == 1)
+        kern_body(K, a, rsa, 1, b, ldb, C, ldc, load_c, bias, 1);
+    else
+        kern_body(K, a, 1, csa, b, ldb, C, ldc, load_c, bias, 0);
 }
 
 /* In-register 16 x 16 transpose: r[j] holds 16 consecutive k of column j;
