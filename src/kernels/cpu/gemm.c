@@ -7,8 +7,10 @@
  *     B: used in place when its rows are contiguous (dinp: W, dweight: inp);
  *        packed into NR-column panels (per-thread buffer, in L2) when it is
  *        W^T (forward), with the ISA's in-register transpose;
+ *     A: read in place when its rows are contiguous (inp, dout); packed into
+ *        MR-row panels when it is dout^T (rows a page apart: TLB misses);
  *     for each NR-column panel of B (stays in L1), for each MR-row panel of A
- *     (read in place by strides, from L2): micro-kernel on the MR x NR tile.
+ *     (from L2): micro-kernel on the MR x NR tile.
  *   Edge panels (fewer than MR rows / NR columns) are copied zero-padded and
  *   their C tile goes through a small buffer, so kernels stay full-size.
  *   Bias is folded into the first K block (accumulators start at bias). */
@@ -78,17 +80,37 @@ static void pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr,
 
 /* Per-thread B buffer, allocated at a thread's first GEMM and kept (no
  * allocation in later steps). */
-static _Thread_local float *tl_bbuf;
+static _Thread_local float *tl_bbuf, *tl_abuf;
+
+/* A block with contiguous columns (dout^T: rsa == 1, csa = OC) into MR-row
+ * panels dst[(ir/MR)*MR*kc + k*MR + r]: its rows are far apart in memory (one
+ * page each), so reading it in place would miss the TLB on every k. */
+static void pack_a_cols(float *dst, const float *A, long csa, int ic, int mb, int pc, int kc, int MR) {
+    const int npan = (mb + MR - 1) / MR;
+    /* panel by panel: sequential writes; the kc source lines of one panel stay in L1 for the next */
+    for (int p = 0; p < npan; p++) {
+        const int r0 = p * MR, mr = mb - r0 < MR ? mb - r0 : MR;
+        const float *src = A + (size_t)pc * csa + ic + r0;
+        float *d = dst + (size_t)p * MR * kc;
+        if (mr == MR)
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < MR; r++) d[k * MR + r] = src[(size_t)k * csa + r];
+        else
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < MR; r++) d[k * MR + r] = r < mr ? src[(size_t)k * csa + r] : 0.0f;
+    }
+}
 
 static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb, int K, const float *A, long rsa,
                       long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
-                      int accumulate, float *bbuf) {
+                      int accumulate, float *bbuf, float *abuf) {
     const int MR = kk->mr, NR = kk->nr;
-    const int direct_b = csb == 1, a_strided = rsa == 1 || csa == 1;
+    const int direct_b = csb == 1, a_strided = rsa == 1 || csa == 1, pack_a = rsa == 1 && csa != 1;
     float apan[MR_MAX * GEMM_KC] __attribute__((aligned(64)));
     for (int pc = 0; pc < K; pc += GEMM_KC) {
         const int kc = K - pc < GEMM_KC ? K - pc : GEMM_KC;
         const int load_c = accumulate || pc > 0;
+        if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
         if (!direct_b) /* B = W^T: pack this unit's panels (the transpose) */
             for (int jr = 0; jr < nb; jr += NR) {
                 const int nr = nb - jr < NR ? nb - jr : NR;
@@ -117,11 +139,16 @@ static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb,
                 const int mr = mb - ir < MR ? mb - ir : MR;
                 const float *a = A + (size_t)(ic + ir) * rsa + (size_t)pc * csa;
                 long ars = rsa, acs = csa;
-                if (mr < MR || !a_strided) { /* edge rows: zero-padded copy */
+                if (pack_a) {
+                    a = abuf + (size_t)ir * kc, ars = 1, acs = MR;
+                } else if (mr < MR || !a_strided) { /* edge rows: zero-padded copy */
                     pack_a_panel(apan, a, rsa, csa, mr, kc, MR);
                     a = apan, ars = 1, acs = MR;
                 }
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
+                    for (int r = 0; r < MR; r++)
+                        for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
                     kk->kern(kc, a, ars, acs, bp, ldb, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
@@ -168,11 +195,17 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
     const int MR = kk->mr, NR = kk->nr;
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
     /* units (any split gives the same numbers); when few, make their count a multiple of the threads */
-    int cg = ceil_div(N, NC_MAX), rc = ceil_div(M, MC_MAX);
+    /* A packed B block caps a unit's width; B read in place does not (then
+     * wide units reuse each A panel, packed or not, across more columns). */
+    const int direct_b = csb == 1, packs_a = rsa == 1 && csa != 1;
+    int cg = direct_b ? 1 : ceil_div(N, NC_MAX), rc = ceil_div(M, MC_MAX);
     if (nth > 1 && (cg * rc) % nth && cg * rc < 4 * nth) {
-        if (round_up(cg, nth) <= ceil_div(N, NR))
+        const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
+        if (packs_a && rows_ok) /* split rows: each thread packs only its own A */
+            rc = round_up(rc, nth);
+        else if (cols_ok)
             cg = round_up(cg, nth);
-        else if (round_up(rc, nth) <= ceil_div(M, MR))
+        else if (rows_ok)
             rc = round_up(rc, nth);
     }
     const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
@@ -184,8 +217,9 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
         if (!tl_bbuf) tl_bbuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * NC_MAX);
-        if (tl_bbuf)
-            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, tl_bbuf);
+        if (!tl_abuf) tl_abuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * MC_MAX);
+        if (tl_bbuf && tl_abuf)
+            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, tl_bbuf, tl_abuf);
         else
             gemm_naive(ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
     }
