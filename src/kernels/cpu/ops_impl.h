@@ -389,7 +389,8 @@ static double sumsq(const float *x, size_t n) {
 static void adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
                   float eps, float wd, float grad_scale, int t) {
     const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
-    const float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2), decay = 1.0f - lr * wd;
+    /* one divide per element: sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref */
+    const float step = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)), decay = 1.0f - lr * wd;
 #pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         const float gi = g[i] * grad_scale;
@@ -397,7 +398,7 @@ static void adamw(float *p, const float *g, float *m, float *v, size_t n, float 
         const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_bc2_sqrt + eps);
     }
 }
 
