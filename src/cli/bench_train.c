@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -41,6 +42,14 @@ void bench_blas_fix_coretype(void) {
     fprintf(stderr, "gpt2c bench: re-exec failed; OpenBLAS keeps its core\n");
 }
 
+/* process CPU time (all threads), seconds: on a shared machine, CPU ms per
+ * step at 1 thread is the step time without the preemptions */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -70,7 +79,7 @@ static void step_flops(const gpt2c_config *c, int B, int T, double *fwd, double 
 typedef struct {
     const char *backend;
     int threads;
-    double med, p10, p90, fwd, bwd, upd, peak;
+    double med, p10, p90, fwd, bwd, upd, peak, cpu_ms;
 } result;
 
 static int run_bench(const char *what, int forward_only, int argc, char **argv) {
@@ -127,8 +136,9 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
         for (int ti = 0; ti < threads.n && nres < 64; ti++) {
             const int nt = gpt2c_set_threads(threads.items[ti]);
-            double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps;
+            double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
             for (int s = -warmup; s < steps; s++) {
+                if (s == 0) cpu0 = cpu_seconds();
                 float loss, norm;
                 uint64_t t0 = gpt2c_now_ns();
                 if (gpt2c_model_forward(m, tok, tok + 1, B, T, &loss) != GPT2C_OK) status = 1;
@@ -152,6 +162,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                 status = cli_fail_status(what);
                 break;
             }
+            const double cpu_ms = (cpu_seconds() - cpu0) * 1e3 / steps;
             for (int k = 0; k < 4; k++) qsort(ms + k * steps, steps, sizeof(double), cmp_double);
             result *o = &res[nres++];
             o->backend = be;
@@ -162,6 +173,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->fwd = pct(fw, steps, 0.5);
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
+            o->cpu_ms = cpu_ms;
             o->peak = gpt2c_cpu_fma_peak_gflops(gpt2c_cpu_isa(), nt, 0.3);
         }
     }
@@ -184,17 +196,20 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             if (one > 0) snprintf(spd, sizeof spd, "%.2f", one / o->med);
             if (o->peak > 0) snprintf(pk, sizeof pk, "%.1f", 100 * gf / o->peak);
             if (!json)
-                printf("  %-7s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f\n", o->backend, o->threads,
-                       o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd);
+                printf("  %-7s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f\n", o->backend,
+                       o->threads, o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd, o->cpu_ms);
             else
                 printf("%s{\"backend\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"p10_ms\":%.3f,\"p90_ms\":%.3f,\"tok_s\":%.1f,"
                        "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"speedup_vs_1thread\":%s,\"forward_ms\":%.3f,\"backward_ms\":%.3f,"
-                       "\"update_ms\":%.3f}",
+                       "\"update_ms\":%.3f,\"cpu_ms_per_step\":%.3f}",
                        i ? "," : "", o->backend, o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
-                       one > 0 ? spd : "null", o->fwd, o->bwd, o->upd);
+                       one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms);
         }
         if (json) printf("]}\n");
-        else printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count)\n", gpt2c_isa_name(gpt2c_cpu_isa()));
+        else
+            printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count; cpu_ms: process CPU time per\n"
+                   "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
+                   gpt2c_isa_name(gpt2c_cpu_isa()));
     }
     free(ms);
     free(tok);
