@@ -20,8 +20,8 @@
 
 #include "kernels/cpu/gemm.h"
 
-#define MC_MAX 768 /* rows per unit (multiple of every MR): A's K block, 384 KiB, stays in L2 */
-#define NC_MAX 512 /* columns per unit (multiple of every NR): a packed B block, 256 KiB */
+#define MC_MAX 384 /* rows per unit (multiple of every MR): A's K block, 384 KiB, stays in L2 */
+#define NC_MAX 512 /* columns per unit (multiple of every NR): a packed B block, 512 KiB */
 #define MR_MAX 8
 #define NR_MAX 64
 

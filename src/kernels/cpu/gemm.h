@@ -18,7 +18,7 @@
 
 #include "gpt2c/cpu.h"
 
-#define GEMM_KC 128 /* K block: fixed, it sets the summation order */
+#define GEMM_KC 256 /* K block: fixed, it sets the summation order */
 
 /* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + A B over k < K.
  * A is read in place by strides: element (r,k) at a[r*rsa + k*csa], where
