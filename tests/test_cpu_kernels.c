@@ -249,6 +249,7 @@ int main(void) {
         test_matmul(5, 7, 1700, 1);    /* dW rows > one row block */
         test_matmul(258, 600, 70, 0);  /* dW K > one K block */
         test_matmul(2, 33, 1100, 1);   /* many column tiles */
+        test_matmul(7, 1100, 70, 0);   /* B rows far apart: packed, not read in place */
         for (int a = 0; a < 4; a++)
             for (int b = 0; b < 5; b++) test_layernorm(Ns[a], Cs[b]);
         test_layernorm(17, 768);

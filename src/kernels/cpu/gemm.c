@@ -23,6 +23,9 @@
 #define MC_MAX 384 /* rows per unit (multiple of every MR): A's K block, 384 KiB, stays in L2 */
 #define NC_MAX 512 /* columns per unit (multiple of every NR): a packed B block, 512 KiB */
 #define MR_MAX 8
+/* B is read in place only when its rows are close: a K block of rows further
+ * apart spans more pages than the L1 TLB holds (W of the MLP projection: 12 KiB) */
+#define DIRECT_B_MAX_LD 1024
 #define NR_MAX 64
 
 /* Portable micro-kernel: 4 x 16 in plain C (the compiler vectorises it for
@@ -105,13 +108,13 @@ static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb,
                       long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
                       int accumulate, float *bbuf, float *abuf) {
     const int MR = kk->mr, NR = kk->nr;
-    const int direct_b = csb == 1, a_strided = rsa == 1 || csa == 1, pack_a = rsa == 1 && csa != 1;
+    const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, a_strided = rsa == 1 || csa == 1, pack_a = rsa == 1 && csa != 1;
     float apan[MR_MAX * GEMM_KC] __attribute__((aligned(64)));
     for (int pc = 0; pc < K; pc += GEMM_KC) {
         const int kc = K - pc < GEMM_KC ? K - pc : GEMM_KC;
         const int load_c = accumulate || pc > 0;
         if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
-        if (!direct_b) /* B = W^T: pack this unit's panels (the transpose) */
+        if (!direct_b) /* pack this unit's panels (for B = W^T: the transpose) */
             for (int jr = 0; jr < nb; jr += NR) {
                 const int nr = nb - jr < NR ? nb - jr : NR;
                 if (kk->pack_bt)
@@ -197,7 +200,7 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
     /* units (any split gives the same numbers); when few, make their count a multiple of the threads */
     /* A packed B block caps a unit's width; B read in place does not (then
      * wide units reuse each A panel, packed or not, across more columns). */
-    const int direct_b = csb == 1, packs_a = rsa == 1 && csa != 1;
+    const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, packs_a = rsa == 1 && csa != 1;
     int cg = direct_b ? 1 : ceil_div(N, NC_MAX), rc = ceil_div(M, MC_MAX);
     if (nth > 1 && (cg * rc) % nth && cg * rc < 4 * nth) {
         const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
