@@ -117,7 +117,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb,
         if (!direct_b) /* pack this unit's panels (for B = W^T: the transpose) */
             for (int jr = 0; jr < nb; jr += NR) {
                 const int nr = nb - jr < NR ? nb - jr : NR;
-                if (kk->pack_bt)
+                if (csb != 1 && kk->pack_bt)
                     kk->pack_bt(bbuf + (size_t)jr * kc, B + (size_t)(jc + jr) * csb + (size_t)pc * rsb, csb, nr, kc, NR);
                 else
                     pack_b_panel(bbuf + (size_t)jr * kc, B, rsb, csb, jc + jr, nr, pc, kc, NR);
