@@ -10,7 +10,7 @@
 
 #include "gpt2c/status.h"
 
-typedef enum gpt2c_isa { GPT2C_ISA_SCALAR = 0, GPT2C_ISA_AVX2 = 1, GPT2C_ISA_AVX512 = 2 } gpt2c_isa;
+typedef enum gpt2c_isa { GPT2C_ISA_SCALAR = 0, GPT2C_ISA_AVX2 = 1, GPT2C_ISA_AVX512 = 2, GPT2C_ISA_COUNT = 3 } gpt2c_isa;
 
 /* The best ISA this CPU (and OS) supports and this build has code for. */
 gpt2c_isa gpt2c_cpu_best_isa(void);
@@ -27,12 +27,6 @@ const char *gpt2c_cpu_brand(void);
 /* The OpenBLAS core type matching this CPU for its sgemm ("SkylakeX" for any
  * AVX-512 CPU, "Haswell" for AVX2, NULL when there is no better advice). */
 const char *gpt2c_cpu_openblas_coretype(void);
-
-/* Measured fp32 FMA peak in GFLOP/s of `isa` on `threads` threads (<= 0: the
- * current OpenMP count): independent FMA chains in registers for about
- * `seconds`, best of 3.  The bench commands' "% of peak" divides by this
- * (a stand-in until the profiler's `bench peak` library function lands). */
-double gpt2c_cpu_fma_peak_gflops(gpt2c_isa isa, int threads, double seconds);
 
 /* ---- the optional BLAS backend (src/kernels/blas; stubs when not built) ----
  * OpenBLAS picks its kernels from OPENBLAS_CORETYPE when the process starts

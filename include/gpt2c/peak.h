@@ -10,14 +10,13 @@
 #ifndef GPT2C_PEAK_H
 #define GPT2C_PEAK_H
 
+#include "gpt2c/cpu.h"
 #include "gpt2c/status.h"
-
-enum { GPT2C_ISA_AVX512, GPT2C_ISA_AVX2, GPT2C_ISA_SCALAR, GPT2C_ISA_COUNT };
 
 typedef struct gpt2c_peak {
     char cpu[128];
     int threads;
-    double fma_gflops[GPT2C_ISA_COUNT]; /* 0 = ISA not supported here */
+    double fma_gflops[GPT2C_ISA_COUNT]; /* indexed by gpt2c_isa; 0 = ISA not supported here */
     double gflops;                      /* best of the above */
     const char *best_isa;
     double read_gbs;    /* streaming read bandwidth, GB/s (1e9 bytes) */
@@ -25,8 +24,6 @@ typedef struct gpt2c_peak {
     int from_cache;     /* 1 if read from the cache file */
     char cache_path[512];
 } gpt2c_peak;
-
-const char *gpt2c_isa_name(int isa);
 
 /* Peaks for `threads` threads (<= 0: all cores): from the cache unless
  * `remeasure`, else measured (a few seconds) and cached.  A cache that cannot

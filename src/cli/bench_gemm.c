@@ -15,7 +15,6 @@
 #include "kernels/blas/blas.h"
 #endif
 
-void bench_blas_fix_coretype(void); /* bench_train.c */
 
 static int g_cpu_clock; /* --cpu-time: process CPU time instead of wall time */
 static double now_ms(void) {
@@ -73,7 +72,7 @@ int bench_gemm(int argc, char **argv) {
     if (have_blas && !keep_core) bench_blas_fix_coretype();
 #endif
     const int nt = gpt2c_set_threads(threads);
-    const double peak = gpt2c_cpu_fma_peak_gflops(gpt2c_cpu_isa(), nt, 0.3);
+    const double peak = bench_peak_gflops(nt);
     static const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
     static const char *opname[3] = {"fwd", "dinp", "dweight"};
     if (!json) {

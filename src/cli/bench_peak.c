@@ -3,6 +3,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
 
 int bench_peak(int argc, char **argv) {
@@ -20,12 +21,18 @@ int bench_peak(int argc, char **argv) {
         return cli_fail_status("bench peak");
     printf("cpu        %s\nthreads    %d\n", p.cpu, p.threads);
     for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
-        if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name(i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
-        else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name(i));
+        if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name((gpt2c_isa)i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
+        else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name((gpt2c_isa)i));
     }
     printf("read bw    %10.1f GB/s  (streaming sum, 128 MiB)\n", p.read_gbs);
     printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.read_gbs, p.best_isa);
     printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",
            p.from_cache ? p.cache_path : (p.cache_path[0] ? ", cached" : ", not cached"), p.runs);
     return 0;
+}
+
+double bench_peak_gflops(int threads) {
+    gpt2c_peak p;
+    if (gpt2c_peak_get(threads, &p, 0) != GPT2C_OK) return 0;
+    return p.fma_gflops[gpt2c_cpu_isa()];
 }

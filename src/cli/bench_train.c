@@ -174,7 +174,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
             o->cpu_ms = cpu_ms;
-            o->peak = gpt2c_cpu_fma_peak_gflops(gpt2c_cpu_isa(), nt, 0.3);
+            o->peak = bench_peak_gflops(nt);
         }
     }
     if (!status) {

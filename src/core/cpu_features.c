@@ -50,6 +50,7 @@ const char *gpt2c_isa_name(gpt2c_isa isa) {
     case GPT2C_ISA_AVX512: return "avx512";
     case GPT2C_ISA_AVX2: return "avx2";
     case GPT2C_ISA_SCALAR: return "scalar";
+    case GPT2C_ISA_COUNT: break;
     }
     return "?";
 }

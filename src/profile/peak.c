@@ -10,19 +10,7 @@
 #include "gpt2c/peak.h"
 #include "profile/peak_kernels.h"
 
-const char *gpt2c_isa_name(int isa) {
-    static const char *const N[GPT2C_ISA_COUNT] = {"avx512", "avx2", "scalar"};
-    return (unsigned)isa < GPT2C_ISA_COUNT ? N[isa] : "?";
-}
-
-static int isa_supported(int isa) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (isa == GPT2C_ISA_AVX512) return __builtin_cpu_supports("avx512f");
-    if (isa == GPT2C_ISA_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-    return isa == GPT2C_ISA_SCALAR;
-}
+static int isa_supported(int isa) { return gpt2c_cpu_has_isa((gpt2c_isa)isa); }
 
 /* Scalar: 8 independent mul+add chains (2 FLOPs each; no FMA instruction in
  * the base build, ISO C forbids contracting them). */
@@ -174,7 +162,7 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
         o->fma_gflops[isa] = measure_fma(isa, threads, runs);
         if (o->fma_gflops[isa] > o->gflops) {
             o->gflops = o->fma_gflops[isa];
-            o->best_isa = gpt2c_isa_name(isa);
+            o->best_isa = gpt2c_isa_name((gpt2c_isa)isa);
         }
     }
     return measure_read(threads, runs, &o->read_gbs);
@@ -205,7 +193,7 @@ static int parse_line(const char *line, gpt2c_peak *p) {
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
         if (p->fma_gflops[i] > p->gflops) {
             p->gflops = p->fma_gflops[i];
-            p->best_isa = gpt2c_isa_name(i);
+            p->best_isa = gpt2c_isa_name((gpt2c_isa)i);
         }
     return p->gflops > 0 && p->read_gbs > 0;
 }

@@ -273,7 +273,7 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
                   s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, s->peak.gflops / s->peak.read_gbs,
                   s->peak.from_cache ? "true" : "false");
         for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
-            sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name(i));
+            sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name((gpt2c_isa)i));
             if (s->peak.fma_gflops[i] > 0) sb_printf(b, "%.3f", s->peak.fma_gflops[i]);
             else sb_puts(b, "null");
         }
