@@ -24,18 +24,11 @@ const char *gpt2c_isa_name(gpt2c_isa isa);
 int gpt2c_cpu_has_isa(gpt2c_isa isa);
 /* CPU brand string from CPUID ("unknown" where unavailable); the buffer is static. */
 const char *gpt2c_cpu_brand(void);
-/* The OpenBLAS core type matching this CPU for its sgemm ("SkylakeX" for any
- * AVX-512 CPU, "Haswell" for AVX2, NULL when there is no better advice). */
-const char *gpt2c_cpu_openblas_coretype(void);
 
-/* ---- the optional BLAS backend (src/kernels/blas; stubs when not built) ----
- * OpenBLAS picks its kernels from OPENBLAS_CORETYPE when the process starts
- * (in a library constructor, before main), so a wrong value in the
- * environment (e.g. Haswell on an AVX-512 CPU: about half the sgemm speed)
- * can only be fixed by re-executing with the right one.
- * gpt2c_blas_better_coretype() says which value to re-exec with, or NULL when
- * the running core is fine (or the BLAS is not OpenBLAS). */
-const char *gpt2c_blas_describe(void); /* "OpenBLAS 0.3.21 ... (core Haswell)", or "unavailable: <why>" */
-const char *gpt2c_blas_better_coretype(void);
+/* ---- the optional BLAS backend (src/kernels/blas) ----
+ * "path (config, core X)" of the cblas library the blas backend loaded (it
+ * is loaded on first use, after correcting an OPENBLAS_CORETYPE that lacks
+ * this CPU's AVX-512 kernels, which it then mentions), or "unavailable: why". */
+const char *gpt2c_blas_describe(void);
 
 #endif

@@ -51,7 +51,7 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
 
 int bench_gemm(int argc, char **argv) {
     const char *isa = "auto";
-    int threads = 0, reps = 5, json = 0, no_blas = 0, keep_core = 0;
+    int threads = 0, reps = 5, json = 0, no_blas = 0;
     cli_intlist ns = {{256, 1024}, 2};
     cli_opt opts[] = {
         {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 0, 0},
@@ -59,7 +59,6 @@ int bench_gemm(int argc, char **argv) {
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
         {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
-        {"--keep-coretype", CLI_FLAG, &keep_core, "keep OpenBLAS's core type as the environment set it", 0, 0},
         {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };
@@ -69,7 +68,6 @@ int bench_gemm(int argc, char **argv) {
     int have_blas = 0;
 #ifdef GPT2C_HAVE_BLAS
     have_blas = !no_blas;
-    if (have_blas && !keep_core) bench_blas_fix_coretype();
 #endif
     const int nt = gpt2c_set_threads(threads);
     const double peak = bench_peak_gflops(nt);

@@ -15,33 +15,6 @@
 #include "gpt2c/model.h"
 #include "model/costs.h"
 
-/* If the blas backend is wanted and OpenBLAS runs a core type slower than
- * this CPU allows (OPENBLAS_CORETYPE preset wrong, e.g. Haswell on an AVX-512
- * machine), re-execute this command with the right OPENBLAS_CORETYPE: OpenBLAS
- * reads it in its load-time constructor, so setting it now would be too late.
- * Returns only when no re-exec is needed (or it failed). */
-void bench_blas_fix_coretype(void);
-void bench_blas_fix_coretype(void) {
-    const char *want = gpt2c_blas_better_coretype();
-    if (!want || getenv("GPT2C_BLAS_REEXEC")) return;
-    static char buf[1 << 16];
-    FILE *f = fopen("/proc/self/cmdline", "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *args[256];
-    int na = 0;
-    for (size_t i = 0; i < n && na < 255; i += strlen(buf + i) + 1) args[na++] = buf + i;
-    args[na] = NULL;
-    fprintf(stderr, "gpt2c bench: OpenBLAS runs the '%s' core; re-running with OPENBLAS_CORETYPE=%s (AVX-512 kernels)\n",
-            gpt2c_blas_describe(), want);
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    setenv("GPT2C_BLAS_REEXEC", "1", 1);
-    execv("/proc/self/exe", args);
-    fprintf(stderr, "gpt2c bench: re-exec failed; OpenBLAS keeps its core\n");
-}
-
 /* process CPU time (all threads), seconds: on a shared machine, CPU ms per
  * step at 1 thread is the step time without the preemptions */
 static double cpu_seconds(void) {
@@ -84,7 +57,7 @@ typedef struct {
 
 static int run_bench(const char *what, int forward_only, int argc, char **argv) {
     const char *model = "gpt2", *backends = "cpu", *isa = "auto";
-    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, keep_core = 0;
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model preset (gpt2, d12, gpt2-medium, ...)", 0, 0},
@@ -95,13 +68,11 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         {"--threads", CLI_INTLIST, &threads, "thread counts, e.g. 1,2 (default: all cores)", 0, 0},
         {"--backend", CLI_STR, &backends, "backends, comma-separated: cpu,blas,ref", 0, 0},
         {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
-        {"--keep-coretype", CLI_FLAG, &keep_core, "blas: keep OpenBLAS's core type as the environment set it", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };
     int rc = cli_parse(what, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
     if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status(what);
-    if (strstr(backends, "blas") && !keep_core) bench_blas_fix_coretype();
     if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
 
     gpt2c_config cfg;

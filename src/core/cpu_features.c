@@ -99,15 +99,9 @@ const char *gpt2c_cpu_brand(void) {
     return brand;
 }
 
-const char *gpt2c_cpu_openblas_coretype(void) {
-    switch (gpt2c_cpu_best_isa()) {
-    case GPT2C_ISA_AVX512: return "SkylakeX";
-    case GPT2C_ISA_AVX2: return "Haswell";
-    default: return NULL;
-    }
-}
 
 #ifndef GPT2C_HAVE_BLAS
-const char *gpt2c_blas_describe(void) { return "unavailable: built without a cblas library"; }
-const char *gpt2c_blas_better_coretype(void) { return NULL; }
+const char *gpt2c_blas_describe(void) {
+    return "unavailable: built without a cblas library (apt-get install libopenblas-dev and rebuild)";
+}
 #endif

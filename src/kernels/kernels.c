@@ -1,5 +1,7 @@
 #include "kernels/kernels.h"
 
+#include "gpt2c/cpu.h"
+
 #include <string.h>
 
 #include "kernels/ref/ref.h"
@@ -81,7 +83,7 @@ typedef struct {
 static const backend_entry BACKENDS[] = {
     {"ref", gpt2c_kernels_ref, ""},
     {"cpu", gpt2c_kernels_cpu, ""},
-    {"blas", gpt2c_kernels_blas, "built without a cblas library (apt-get install libopenblas-dev and rebuild)"},
+    {"blas", gpt2c_kernels_blas, NULL}, /* why: gpt2c_blas_describe() */
     {"cuda", gpt2c_kernels_cuda, "built without CUDA (nvcc not found at configure time, or -DGPT2C_CUDA=OFF)"},
 };
 #define NBACKENDS (sizeof BACKENDS / sizeof BACKENDS[0])
@@ -92,7 +94,9 @@ gpt2c_status gpt2c_kernels_get(const char *name, const gpt2c_kernels **out) {
     for (size_t i = 0; i < NBACKENDS; i++) {
         if (strcmp(name, BACKENDS[i].name) != 0) continue;
         const gpt2c_kernels *b = BACKENDS[i].get();
-        if (!b) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' is not available: %s", name, BACKENDS[i].why_missing);
+        if (!b)
+            return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' is not available: %s", name,
+                              BACKENDS[i].why_missing ? BACKENDS[i].why_missing : gpt2c_blas_describe());
         if (b->dev_alloc) {
             /* device backend: complete on its own (ref would touch device
              * pointers from the host), and the device must answer */

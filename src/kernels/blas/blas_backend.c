@@ -1,8 +1,16 @@
 /* The blas backend: the cpu backend with its three GEMMs done by cblas_sgemm
  * (OpenBLAS, BLIS, ...), so `--backend blas` vs `--backend cpu` compares
- * exactly the GEMMs.  Determinism across thread counts is what the BLAS
- * library gives (OpenBLAS splits M and N, not K, for sgemm). */
+ * exactly the GEMMs.
+ *
+ * The library is loaded with dlopen when the backend is first selected, not
+ * linked: OpenBLAS starts a thread pool and reads OPENBLAS_CORETYPE in a
+ * load-time constructor, and merely having it loaded with the wrong core type
+ * (this machine's environment presets Haswell on an AVX-512 CPU) was measured
+ * to slow our own 2-thread OpenMP kernels 5x.  Loading late lets us correct
+ * the core type first (and say so) and keeps runs that never use BLAS free
+ * of it.  Determinism across thread counts is what the BLAS library gives. */
 #include <cblas.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,20 +21,72 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/kernels.h"
 
-#if defined(OPENBLAS_VERSION)
-#define HAVE_OPENBLAS 1
-#endif
+typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int, float,
+                         const float *, int, const float *, int, float, float *, int);
+typedef void (*set_threads_fn)(int);
+typedef char *(*get_str_fn)(void);
+
+static struct {
+    int tried;
+    void *handle;
+    sgemm_fn sgemm;
+    set_threads_fn set_threads; /* OpenBLAS only */
+    get_str_fn config, corename;
+    char why[512];  /* why loading failed */
+    char note[256]; /* core-type correction, if any */
+    char path[256];
+} lib;
+
+/* OPENBLAS_CORETYPE values whose sgemm has no AVX-512 kernel */
+static int coretype_lacks_avx512(const char *c) {
+    static const char *const ok[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strcasecmp(c, ok[i]) == 0) return 0;
+    return 1;
+}
+
+static int try_open(const char *path) {
+    lib.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib.handle) return 0;
+    snprintf(lib.path, sizeof lib.path, "%s", path);
+    return 1;
+}
+
+static int load(void) {
+    if (lib.tried) return lib.sgemm != NULL;
+    lib.tried = 1;
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    /* GPT2C_KEEP_OPENBLAS_CORETYPE=1 keeps the environment's choice (to measure it) */
+    if (env && !getenv("GPT2C_KEEP_OPENBLAS_CORETYPE") && gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512 &&
+        coretype_lacks_avx512(env)) {
+        snprintf(lib.note, sizeof lib.note,
+                 "OPENBLAS_CORETYPE=%s in the environment lacks AVX-512 kernels on this AVX-512 CPU: using SkylakeX", env);
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    }
+    const char *want = getenv("GPT2C_BLAS_LIB");
+    const char *candidates[] = {want, GPT2C_CBLAS_LIBRARY, "libopenblas.so.0", "libblis.so.4", "libcblas.so.3"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !lib.handle; i++)
+        if (candidates[i] && *candidates[i]) try_open(candidates[i]);
+    if (!lib.handle) {
+        snprintf(lib.why, sizeof lib.why, "cannot load a cblas library (%s; set GPT2C_BLAS_LIB)", dlerror());
+        return 0;
+    }
+    lib.sgemm = (sgemm_fn)dlsym(lib.handle, "cblas_sgemm");
+    lib.set_threads = (set_threads_fn)dlsym(lib.handle, "openblas_set_num_threads");
+    lib.config = (get_str_fn)dlsym(lib.handle, "openblas_get_config");
+    lib.corename = (get_str_fn)dlsym(lib.handle, "openblas_get_corename");
+    if (!lib.sgemm) snprintf(lib.why, sizeof lib.why, "%s has no cblas_sgemm", lib.path);
+    return lib.sgemm != NULL;
+}
 
 /* OpenBLAS keeps its own thread pool: follow our thread count. */
 static void sync_threads(void) {
-#ifdef HAVE_OPENBLAS
     static int last = -1;
     int n = omp_get_max_threads();
-    if (n != last) {
-        openblas_set_num_threads(n);
+    if (lib.set_threads && n != last) {
+        lib.set_threads(n);
         last = n;
     }
-#endif
 }
 
 /* out (N,OC) = inp (N,IC) W^T + bias: rows start at bias, then sgemm with beta = 1 */
@@ -35,16 +95,16 @@ static void blas_matmul_forward(float *out, const float *inp, const float *w, co
     sync_threads();
     if (bias)
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, w, IC, bias ? 1.0f : 0.0f, out, OC);
+    lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, w, IC, bias ? 1.0f : 0.0f, out, OC);
 }
 
 static void blas_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                  const float *w, int N, int IC, int OC) {
     sync_threads();
     if (dinp) /* dinp (N,IC) = dout (N,OC) W (OC,IC) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
+        lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
     /* dW (OC,IC) += dout^T inp */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+    lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= 16384)
@@ -60,6 +120,7 @@ static void blas_matmul_backward(float *dinp, float *dw, float *dbias, const flo
 const gpt2c_kernels *gpt2c_kernels_blas(void) {
     static gpt2c_kernels t;
     static int ready;
+    if (!load()) return NULL;
     if (!ready) {
         t = *gpt2c_kernels_cpu(); /* every other op: the cpu backend's */
         t.name = "blas";
@@ -72,33 +133,24 @@ const gpt2c_kernels *gpt2c_kernels_blas(void) {
 }
 
 const char *gpt2c_blas_describe(void) {
-#ifdef HAVE_OPENBLAS
-    static char buf[256];
-    const char *env = getenv("OPENBLAS_CORETYPE");
-    snprintf(buf, sizeof buf, "%s (core %s; OPENBLAS_CORETYPE=%s)", openblas_get_config(), openblas_get_corename(),
-             env ? env : "unset");
+    static char buf[1024];
+    if (!load()) {
+        snprintf(buf, sizeof buf, "unavailable: %s", lib.why);
+        return buf;
+    }
+    if (lib.config && lib.corename)
+        snprintf(buf, sizeof buf, "%s (%s, core %s)%s%s", lib.path, lib.config(), lib.corename(), lib.note[0] ? "; " : "",
+                 lib.note);
+    else
+        snprintf(buf, sizeof buf, "%s (not OpenBLAS)", lib.path);
     return buf;
-#else
-    return "cblas (not OpenBLAS: core type unknown)";
-#endif
-}
-
-const char *gpt2c_blas_better_coretype(void) {
-#ifdef HAVE_OPENBLAS
-    const char *core = openblas_get_corename();
-    if (gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512 && core &&
-        !(strstr(core, "SkylakeX") || strstr(core, "Cooperlake") || strstr(core, "Sapphire") ||
-          strstr(core, "skylakex") || strstr(core, "cooperlake") || strstr(core, "sapphire")))
-        return "SkylakeX";
-#endif
-    return NULL;
 }
 
 void blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
     sync_threads();
     switch (op) {
-    case GEMM_FWD: cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;
-    case GEMM_DINP: cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, A, OC, B, IC, 0.0f, C, IC); break;
-    case GEMM_DW: cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, 1.0f, C, IC); break;
+    case GEMM_FWD: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;
+    case GEMM_DINP: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, A, OC, B, IC, 0.0f, C, IC); break;
+    case GEMM_DW: lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, 1.0f, C, IC); break;
     }
 }
