@@ -1,8 +1,66 @@
+/* gpt2c decode --vocab DIR: whitespace-separated token ids on stdin -> the
+ * exact bytes on stdout. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/readall.h"
+#include "gpt2c/tokenizer.h"
 
 int cmd_decode(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("decode", "not implemented yet");
+    const char *vocab = NULL;
+    cli_opt opts[] = {
+        {"--vocab", CLI_STR, &vocab, "directory with encoder.json+vocab.bpe or vocab.json+merges.txt", 0, 0},
+    };
+    int rc = cli_parse("decode", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (!vocab) return cli_error("decode", "--vocab DIR is required"), 2;
+    gpt2c_tokenizer *tok;
+    if (gpt2c_tokenizer_load(vocab, &tok) != GPT2C_OK) return cli_fail_status("decode");
+    char *text;
+    size_t n;
+    if (cli_read_stream(stdin, &text, &n) != 0) {
+        gpt2c_tokenizer_free(tok);
+        return cli_error("decode", "stdin: read failed: %s", strerror(errno));
+    }
+    int32_t *ids = malloc((n / 2 + 1) * sizeof *ids); /* every id takes >= 2 bytes but the last */
+    size_t nids = 0;
+    rc = 0;
+    if (!ids) rc = cli_error("decode", "stdin: out of memory");
+    int nv = gpt2c_tokenizer_vocab_size(tok);
+    for (char *p = text; !rc && *p;) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        char *e = p;
+        while (*e && !isspace((unsigned char)*e)) e++;
+        char save = *e;
+        *e = 0;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || *end || (size_t)(e - text) > n)
+            rc = cli_error("decode", "stdin: token #%zu '%.32s' is not an integer id", nids + 1, p);
+        else if (v < 0 || v >= nv)
+            rc = cli_error("decode", "stdin: token #%zu: id %lld out of range [0, %d) for %s", nids + 1, v, nv, vocab);
+        else
+            ids[nids++] = (int32_t)v;
+        *e = save;
+        p = e;
+    }
+    if (!rc && memchr(text, 0, n)) rc = cli_error("decode", "stdin: NUL byte in the id list");
+    char *out = NULL;
+    size_t nout = 0;
+    if (!rc && gpt2c_tokenizer_decode(tok, ids, nids, &out, &nout) != GPT2C_OK) rc = cli_fail_status("decode");
+    if (!rc && (fwrite(out, 1, nout, stdout) != nout || fflush(stdout) != 0))
+        rc = cli_error("decode", "stdout: write failed: %s", strerror(errno));
+    free(out);
+    free(ids);
+    free(text);
+    gpt2c_tokenizer_free(tok);
+    return rc;
 }
