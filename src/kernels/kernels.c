@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kernels/ref/ref.h"
+#include "kernels/ref/ref_infer.h"
 
 static const gpt2c_kernels REF = {
     .name = "ref",
@@ -26,6 +27,10 @@ static const gpt2c_kernels REF = {
     .sumsq = ref_sumsq,
     .adamw = ref_adamw,
     .zero = ref_zero,
+    /* [inference] */
+    .matmul_infer_forward = ref_matmul_infer_forward,
+    .kv_write = ref_kv_write,
+    .attention_kv_forward = ref_attention_kv_forward,
 };
 
 const gpt2c_kernels *gpt2c_kernels_ref(void) { return &REF; }

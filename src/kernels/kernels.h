@@ -20,6 +20,8 @@
 
 #include "gpt2c/status.h"
 
+enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_forward */
+
 typedef struct gpt2c_kernels {
     const char *name; /* "ref", "cpu", "blas", "cuda" */
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
@@ -93,6 +95,25 @@ typedef struct gpt2c_kernels {
     /* ---- [fast-cpu] fused / extra training ops go here (each with a ref fallback) ---- */
 
     /* ---- [inference] KV-cache and decode ops go here (each with a ref fallback) ---- */
+    /* The KV cache of one layer, per sequence: keys TRANSPOSED, kc (NH, hs, ctx),
+     * so the scores of 16 keys are one vector FMA per channel; values vc (NH, ctx, hs).
+     * Sequence b's cache starts at kc + b*C*ctx (C = NH*hs), likewise vc. */
+
+    /* out (N,OC) overwritten = act(inp (N,IC) @ w^T + bias), w (OC,IC), bias (OC, may be NULL);
+     * act: GPT2C_ACT_NONE or GPT2C_ACT_GELU (tanh form, as gelu_forward).  Built for
+     * decode's few rows (N = 1..16: every weight read once per call, all threads
+     * splitting the outputs) and usable for prefill's many rows. */
+    void (*matmul_infer_forward)(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                                 int OC, int act);
+    /* Writes the keys and values of Tq new tokens of each of B sequences into the
+     * caches at positions pos[b] .. pos[b]+Tq-1.  qkv (B,Tq,3C): q|k|v per token. */
+    void (*kv_write)(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH);
+    /* Attention against the cache: query t of sequence b (at position pos[b]+t) attends
+     * causally to cached tokens 0 .. pos[b]+t.  q: row (b,t) at q + (b*Tq+t)*qstride,
+     * head h at channels [h*hs, (h+1)*hs).  out (B,Tq,C) overwritten.  The keys and
+     * values of the Tq tokens must already be in the cache (kv_write). */
+    void (*attention_kv_forward)(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                 const int *pos, int B, int Tq, int ctx, int C, int NH);
 
     /* ---- [cuda] device-specific entries go here ---- */
 } gpt2c_kernels;
