@@ -1,0 +1,234 @@
+/* AVX-512 inference kernels: the decode/prefill matmul (dot-product form, a
+ * 4-output x 6-row register tile, every weight row read once per row panel)
+ * and attention against the transposed-key cache.  Compiled with -mavx512f
+ * etc. (CMake: *_avx512.c); called only when the CPU has AVX-512F. */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+
+#include "kernels/cpu/cpu_infer.h"
+#include "kernels/kernels.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* e^x, |rel err| ~ 2e-7: x = n ln2 + r (Cody-Waite, |r| <= ln2/2), e^r by a
+ * degree-7 Taylor polynomial, times 2^n with scalef.  x clamped to [-88, 88]. */
+ALWAYS_INLINE __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* gelu(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}),  u = sqrt(2/pi) (x + 0.044715 x^3):
+ * the sigmoid form has no cancellation near 0 and saturates cleanly. */
+ALWAYS_INLINE __m512 gelu512(__m512 x) {
+    const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    const __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_fmadd_ps(x3, _mm512_set1_ps(0.044715f), x));
+    const __m512 e = exp512(_mm512_mul_ps(u, _mm512_set1_ps(-2.0f)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static void gelu_row(float *y, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu512(_mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, gelu512(_mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+/* out[n][r] = bias[r] + dot(x[n], w[r]) for RO outputs x RN rows: RO*RN
+ * accumulators, RO weight vectors and one input vector live per step of 16
+ * channels.  Each (n, r) sum is the same sequence of lane FMAs then one
+ * reduce, whatever tile computes it: results do not depend on N or threads. */
+ALWAYS_INLINE void tile(float *out, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw,
+                        const float *bias, int IC, const int RN, const int RO) {
+    __m512 acc[4][6];
+#pragma GCC unroll 4
+    for (int r = 0; r < RO; r++)
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) acc[r][n] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= IC; i += 16) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < RO; r++) wv[r] = _mm512_loadu_ps(w + r * ldw + i);
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) {
+            const __m512 xv = _mm512_loadu_ps(x + n * ldx + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < RO; r++) acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);
+        }
+    }
+    if (i < IC) {
+        const __mmask16 m = (__mmask16)((1u << (IC - i)) - 1);
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < RO; r++) wv[r] = _mm512_maskz_loadu_ps(m, w + r * ldw + i);
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) {
+            const __m512 xv = _mm512_maskz_loadu_ps(m, x + n * ldx + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < RO; r++) acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < RO; r++)
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]) + (bias ? bias[r] : 0.0f);
+}
+
+#define TILE_CASES(RO)                                                      \
+    switch (rn) {                                                           \
+    case 6: tile(o, ldo, x, ldx, w, ldw, bias, IC, 6, RO); break;          \
+    case 5: tile(o, ldo, x, ldx, w, ldw, bias, IC, 5, RO); break;          \
+    case 4: tile(o, ldo, x, ldx, w, ldw, bias, IC, 4, RO); break;          \
+    case 3: tile(o, ldo, x, ldx, w, ldw, bias, IC, 3, RO); break;          \
+    case 2: tile(o, ldo, x, ldx, w, ldw, bias, IC, 2, RO); break;          \
+    default: tile(o, ldo, x, ldx, w, ldw, bias, IC, 1, RO); break;         \
+    }
+
+static void tile4(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
+                  int IC, int rn) {
+    TILE_CASES(4)
+}
+static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
+                  int IC, int rn) {
+    TILE_CASES(1)
+}
+
+/* Thread t of nt owns the outputs [o0, o1) for every row: a contiguous slice of
+ * the weights, streamed once per row panel.  Row panels keep the inputs in L2. */
+void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                             int act) {
+    /* rows per panel: inputs of about 1 MiB, a multiple of 6, at least 6 */
+    int panel = (int)((1u << 20) / (4u * (unsigned)IC)) / 6 * 6;
+    if (panel < 6) panel = 6;
+    const int nblk = (OC + 3) / 4;
+    const int nt_want = omp_get_max_threads();
+    /* a tiny matmul is not worth waking the threads */
+    const int nt = (double)N * IC * OC < 32768.0 ? 1 : nt_want;
+#pragma omp parallel num_threads(nt)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const int o0 = (int)((long long)nblk * t / T) * 4;
+        int o1 = (int)((long long)nblk * (t + 1) / T) * 4;
+        if (o1 > OC) o1 = OC;
+        for (int n0 = 0; n0 < N; n0 += panel) {
+            const int nn = N - n0 < panel ? N - n0 : panel;
+            const float *xp = inp + (size_t)n0 * IC;
+            float *op = out + (size_t)n0 * OC;
+            for (int o = o0; o < o1; o += 4) {
+                const float *wo = w + (size_t)o * IC;
+                const float *bo = bias ? bias + o : NULL;
+                if (o + 4 <= o1) {
+                    for (int n = 0; n < nn; n += 6)
+                        tile4(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, wo, (size_t)IC, bo,
+                              IC, nn - n < 6 ? nn - n : 6);
+                } else {
+                    for (int r = o; r < o1; r++)
+                        for (int n = 0; n < nn; n += 6)
+                            tile1(op + (size_t)n * OC + r, (size_t)OC, xp + (size_t)n * IC, (size_t)IC,
+                                  w + (size_t)r * IC, (size_t)IC, bias ? bias + r : NULL, IC, nn - n < 6 ? nn - n : 6);
+                }
+            }
+            if (act == GPT2C_ACT_GELU && o1 > o0)
+                for (int n = 0; n < nn; n++) gelu_row(op + (size_t)n * OC + o0, o1 - o0);
+        }
+    }
+}
+
+/* Scores of one query against keys [0, n): s_j = q . K[:, j] * scale, with K
+ * (hs, ctx) transposed, 64 keys per pass (4 accumulators, one FMA per channel). */
+static void scores(float *s, const float *q, const float *K, int hs, int ctx, int n, float scale) {
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        const int left = n - j0;
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) {
+            const int k = left - 16 * c;
+            m[c] = k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
+        }
+        for (int i = 0; i < hs; i++) {
+            const __m512 qi = _mm512_set1_ps(q[i]);
+            const float *kr = K + (size_t)i * ctx + j0;
+            for (int c = 0; c < 4; c++) a[c] = _mm512_fmadd_ps(qi, _mm512_maskz_loadu_ps(m[c], kr + 16 * c), a[c]);
+        }
+        for (int c = 0; c < 4; c++)
+            if (m[c]) _mm512_mask_storeu_ps(s + j0 + 16 * c, m[c], _mm512_mul_ps(a[c], _mm512_set1_ps(scale)));
+    }
+}
+
+/* One (sequence, query, head): softmax of the scores, then out = sum_j p_j V[j] / sum p. */
+static void attend_one(float *o, const float *q, const float *K, const float *V, int hs, int ctx, int n, float *s) {
+    const float scale = 1.0f / sqrtf((float)hs);
+    scores(s, q, K, hs, ctx, n, scale);
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
+    const __mmask16 tm = (__mmask16)((1u << (n - j)) - 1);
+    if (j < n) mx = _mm512_mask_max_ps(mx, tm, mx, _mm512_maskz_loadu_ps(tm, s + j));
+    const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 sum = _mm512_setzero_ps();
+    for (j = 0; j + 16 <= n; j += 16) {
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), vmax));
+        _mm512_storeu_ps(s + j, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    if (j < n) {
+        const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tm, s + j), vmax));
+        _mm512_mask_storeu_ps(s + j, tm, e);
+        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tm, e));
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    /* out: up to 64 channels per pass over the values */
+    for (int c0 = 0; c0 < hs; c0 += 64) {
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) {
+            const int k = hs - c0 - 16 * c;
+            m[c] = k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
+        }
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int jj = 0; jj < n; jj++) {
+            const __m512 pj = _mm512_set1_ps(s[jj]);
+            const float *vr = V + (size_t)jj * hs + c0;
+            for (int c = 0; c < 4; c++) a[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], vr + 16 * c), a[c]);
+        }
+        for (int c = 0; c < 4; c++)
+            if (m[c]) _mm512_mask_storeu_ps(o + c0 + 16 * c, m[c], _mm512_mul_ps(a[c], inv));
+    }
+}
+
+#define MAX_CTX 8192 /* per-thread score buffer on the stack (32 KiB) */
+
+int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                               const int *pos, int B, int Tq, int ctx, int C, int NH) {
+    if (ctx > MAX_CTX) return 0;
+    const int hs = C / NH;
+    const long long tasks = (long long)B * Tq * NH;
+    const int nt = tasks * (pos[0] + Tq) * hs < 16384 ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(nt)
+    {
+        float s[MAX_CTX] __attribute__((aligned(64)));
+        /* dynamic: causal rows differ in length; each task's result does not depend on its thread */
+#pragma omp for schedule(dynamic, 4)
+        for (long long task = 0; task < tasks; task++) {
+            const int h = (int)(task % NH), t = (int)(task / NH % Tq), b = (int)(task / NH / Tq);
+            const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
+            attend_one(out + ((size_t)b * Tq + t) * C + h * hs, q + ((size_t)b * Tq + t) * qstride + h * hs, K, V, hs,
+                       ctx, pos[b] + t + 1, s);
+        }
+    }
+    return 1;
+}
