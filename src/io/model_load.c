@@ -1,0 +1,268 @@
+/* gpt2c_model_load: format detection, and GPT-2 from safetensors (Hugging Face
+ * save_pretrained files with or without the "transformer." prefix, and our own
+ * files, which add config metadata and optionally AdamW state). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2c/fileio.h"
+#include "gpt2c/io.h"
+#include "io/io_internal.h"
+
+#ifdef GPT2C_HAVE_JANSSON
+#include <jansson.h>
+#endif
+
+gpt2c_file_format gpt2c_detect_format(const char *path) {
+    unsigned char b[9];
+    FILE *f = fopen(path, "rb");
+    if (!f) return GPT2C_FMT_UNKNOWN;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 4) {
+        int32_t magic;
+        memcpy(&magic, b, 4);
+        if (magic == 20240326) return GPT2C_FMT_LLMC;
+        if (magic == 20240520) return GPT2C_FMT_SHARD;
+    }
+    if (n >= 9 && b[8] == '{') return GPT2C_FMT_SAFETENSORS;
+    return GPT2C_FMT_UNKNOWN;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+gpt2c_status gpt2c_model_load(const char *path, gpt2c_model **out) {
+    *out = NULL;
+    switch (gpt2c_detect_format(path)) {
+    case GPT2C_FMT_LLMC: return gpt2c_io_load_llmc(path, out);
+    case GPT2C_FMT_SHARD:
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: this is a token shard (magic 20240520), not a model checkpoint", path);
+    case GPT2C_FMT_SAFETENSORS: return gpt2c_io_load_safetensors(path, out);
+    case GPT2C_FMT_UNKNOWN: break;
+    }
+    /* unrecognised: let the reader the name suggests explain what is wrong */
+    if (ends_with(path, ".bin")) return gpt2c_io_load_llmc(path, out);
+    return gpt2c_io_load_safetensors(path, out);
+}
+
+/* Strict decimal int in [lo, hi]. */
+static int parse_int(const char *s, long lo, long hi, int *out) {
+    if (!s || !*s) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+#ifdef GPT2C_HAVE_JANSSON
+/* n_head from a config.json in the checkpoint's directory: 1 found, 0 absent, -1 error (message set). */
+static int heads_from_config_json(const char *path, int *heads) {
+    char cfgpath[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(cfgpath, sizeof cfgpath, "%.*s/config.json", (int)(slash - path), path);
+    else
+        snprintf(cfgpath, sizeof cfgpath, "config.json");
+    FILE *probe = fopen(cfgpath, "rb");
+    if (!probe) return 0;
+    fclose(probe);
+    void *buf;
+    size_t size;
+    if (gpt2c_read_file(cfgpath, &buf, &size) != GPT2C_OK) return -1;
+    json_error_t jerr;
+    json_t *root = json_loadb(buf, size, 0, &jerr);
+    free(buf);
+    if (!root) {
+        gpt2c_fail(GPT2C_ERR_FORMAT, "%s: not valid JSON: %s (line %d)", cfgpath, jerr.text, jerr.line);
+        return -1;
+    }
+    json_t *nh = json_object_get(root, "n_head");
+    int found = json_is_integer(nh);
+    if (found && (json_integer_value(nh) <= 0 || json_integer_value(nh) > 65536)) {
+        json_decref(root);
+        gpt2c_fail(GPT2C_ERR_FORMAT, "%s: n_head %lld is out of range", cfgpath, (long long)json_integer_value(nh));
+        return -1;
+    }
+    if (found) *heads = (int)json_integer_value(nh);
+    json_decref(root);
+    return found;
+}
+#endif
+
+gpt2c_status gpt2c_st_gpt2_config(const gpt2c_st_file *f, const char *path, gpt2c_config *cfg, const char **prefix,
+                                  const char **heads_from) {
+    memset(cfg, 0, sizeof *cfg);
+    const char *pre = gpt2c_st_find(f, "transformer.wte.weight") ? "transformer." : "";
+    char name[256];
+    snprintf(name, sizeof name, "%swte.weight", pre);
+    const gpt2c_st_tensor *wte = gpt2c_st_find(f, name);
+    if (!wte)
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: no tensor 'wte.weight' or 'transformer.wte.weight': not a GPT-2 checkpoint",
+                          path);
+    if (wte->ndim != 2 || wte->shape[0] > INT_MAX || wte->shape[1] > INT_MAX)
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be 2-D (vocab, embd)", path, name);
+    cfg->vocab_size = (int)wte->shape[0];
+    cfg->channels = (int)wte->shape[1];
+    snprintf(name, sizeof name, "%swpe.weight", pre);
+    const gpt2c_st_tensor *wpe = gpt2c_st_find(f, name);
+    if (!wpe) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", path, name);
+    if (wpe->ndim != 2 || wpe->shape[1] != cfg->channels || wpe->shape[0] > INT_MAX)
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be 2-D (positions, %d)", path, name, cfg->channels);
+    cfg->max_seq_len = (int)wpe->shape[0];
+    /* layers: one past the largest N among "<prefix>h.N." names */
+    size_t plen = strlen(pre);
+    for (int i = 0; i < gpt2c_st_count(f); i++) {
+        const char *s = gpt2c_st_get(f, i)->name;
+        if (strncmp(s, pre, plen) != 0 || strncmp(s + plen, "h.", 2) != 0) continue;
+        char *end;
+        errno = 0;
+        long layer = strtol(s + plen + 2, &end, 10);
+        if (errno || end == s + plen + 2 || *end != '.' || layer < 0 || layer >= 4096)
+            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': cannot read its layer number (0..4095)", path, s);
+        if (layer + 1 > cfg->num_layers) cfg->num_layers = (int)layer + 1;
+    }
+    /* heads: our metadata, else config.json beside the file, else head size 64 */
+    const char *nh = gpt2c_st_meta(f, "n_head");
+    if (nh) {
+        if (!parse_int(nh, 1, 65536, &cfg->num_heads))
+            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ n_head '%s' is not a positive integer", path, nh);
+        *heads_from = "metadata";
+    } else {
+        int found = 0;
+#ifdef GPT2C_HAVE_JANSSON
+        found = heads_from_config_json(path, &cfg->num_heads);
+        if (found < 0) return GPT2C_ERR_FORMAT;
+#endif
+        if (found) {
+            *heads_from = "config.json";
+        } else if (cfg->channels % 64 == 0) {
+            cfg->num_heads = cfg->channels / 64;
+            *heads_from = "head size 64 rule";
+        } else {
+            return gpt2c_fail(GPT2C_ERR_FORMAT,
+                              "%s: cannot tell the number of heads: no n_head in __metadata__, no config.json beside "
+                              "it, and n_embd %d is not a multiple of 64",
+                              path, cfg->channels);
+        }
+    }
+    const char *vp = gpt2c_st_meta(f, "padded_vocab_size");
+    if (vp && !parse_int(vp, cfg->vocab_size, INT_MAX, &cfg->padded_vocab_size))
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ padded_vocab_size '%s' is invalid (vocab is %d)", path, vp,
+                          cfg->vocab_size);
+    if (cfg->num_layers == 0) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: no transformer layers (tensors %sh.N.*)", path, pre);
+    if (gpt2c_config_check(cfg, path) != GPT2C_OK) return GPT2C_ERR_FORMAT;
+    *prefix = pre;
+    return GPT2C_OK;
+}
+
+/* Copies one HF tensor into its slab slice, checking shape and dtype. tmp holds rows*cols floats. */
+static gpt2c_status load_slice(const gpt2c_st_file *f, const char *path, const gpt2c_model *m, int id, int layer,
+                               const char *prefix, float *tmp) {
+    const gpt2c_param_info *pi = &m->info[id];
+    char hf[200], name[256];
+    gpt2c_param_hf_name(pi, layer, hf, sizeof hf);
+    snprintf(name, sizeof name, "%s%s", prefix, hf);
+    const gpt2c_st_tensor *t = gpt2c_st_find(f, name);
+    if (!t) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", path, name);
+    int64_t want[2];
+    int nd;
+    if (id == GPT2C_P_WTE) { /* the file has V rows; our pad rows stay zero */
+        nd = 2, want[0] = m->cfg.vocab_size, want[1] = pi->cols;
+    } else if (id == GPT2C_P_WPE || pi->ndim == 2) {
+        nd = 2, want[0] = pi->hf_transposed ? pi->cols : pi->rows, want[1] = pi->hf_transposed ? pi->rows : pi->cols;
+    } else {
+        nd = 1, want[0] = pi->cols;
+    }
+    if (t->ndim != nd || t->shape[0] != want[0] || (nd == 2 && t->shape[1] != want[1])) {
+        char got[160], exp[64];
+        shape_str(got, sizeof got, t->ndim, t->shape);
+        shape_str(exp, sizeof exp, nd, want);
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' has shape %s, expected %s", path, name, got, exp);
+    }
+    if (t->dtype != GPT2C_DT_F32 && t->dtype != GPT2C_DT_F16 && t->dtype != GPT2C_DT_BF16)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, F16 or BF16 expected)", path, name,
+                          gpt2c_dtype_name(t->dtype));
+    float *dst = gpt2c_param_slice(m, m->params_mem, id, layer);
+    size_t n = (size_t)(want[0] * (nd == 2 ? want[1] : 1));
+    if (!pi->hf_transposed) {
+        gpt2c_dtype_to_f32(t->dtype, t->data, dst, n);
+        return GPT2C_OK;
+    }
+    /* HF Conv1D stores (in, out) = (cols, rows); we keep (out, in) */
+    gpt2c_dtype_to_f32(t->dtype, t->data, tmp, n);
+    const int R = pi->rows, K = pi->cols;
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < K; k++) dst[(size_t)r * K + k] = tmp[(size_t)k * R + r];
+    return GPT2C_OK;
+}
+
+static gpt2c_status load_optimizer(const gpt2c_st_file *f, const char *path, gpt2c_model *m) {
+    const gpt2c_st_tensor *tm = gpt2c_st_find(f, GPT2C_ST_ADAM_M), *tv = gpt2c_st_find(f, GPT2C_ST_ADAM_V);
+    if (!tm && !tv) return GPT2C_OK;
+    if (!tm || !tv)
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: optimizer state incomplete: '%s' without '%s'", path,
+                          tm ? GPT2C_ST_ADAM_M : GPT2C_ST_ADAM_V, tm ? GPT2C_ST_ADAM_V : GPT2C_ST_ADAM_M);
+    const gpt2c_st_tensor *ts[2] = {tm, tv};
+    for (int i = 0; i < 2; i++)
+        if (ts[i]->dtype != GPT2C_DT_F32 || ts[i]->nbytes != m->slab_floats * sizeof(float))
+            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be F32 with %zu elements (this model's slab)",
+                              path, ts[i]->name, m->slab_floats);
+    int step = 0;
+    const char *s = gpt2c_st_meta(f, GPT2C_ST_OPT_STEP);
+    if (s && !parse_int(s, 0, INT_MAX, &step))
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ %s '%s' is not a step count", path, GPT2C_ST_OPT_STEP, s);
+    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    gpt2c_dtype_to_f32(GPT2C_DT_F32, tm->data, m->m_mem, m->slab_floats);
+    gpt2c_dtype_to_f32(GPT2C_DT_F32, tv->data, m->v_mem, m->slab_floats);
+    m->opt_step = step;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out) {
+    *out = NULL;
+    gpt2c_st_file *f;
+    GPT2C_TRY(gpt2c_st_open(path, &f));
+    gpt2c_config cfg;
+    const char *prefix = "", *heads_from = "";
+    gpt2c_model *m = NULL;
+    float *tmp = NULL;
+    gpt2c_status st = gpt2c_st_gpt2_config(f, path, &cfg, &prefix, &heads_from);
+    if (st == GPT2C_OK) st = gpt2c_model_create(&cfg, &m);
+    if (st == GPT2C_OK && !(tmp = malloc((size_t)16 * cfg.channels * cfg.channels)))
+        st = gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path); /* 4C*C floats: the largest Conv1D weight */
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {
+        int layers = m->info[id].per_layer ? cfg.num_layers : 1;
+        for (int l = 0; l < layers && st == GPT2C_OK; l++) st = load_slice(f, path, m, id, l, prefix, tmp);
+    }
+    /* a tied lm_head is redundant with wte: ignored, but it must at least fit */
+    const char *lm_names[2] = {"lm_head.weight", "transformer.lm_head.weight"};
+    for (int i = 0; i < 2 && st == GPT2C_OK; i++) {
+        const gpt2c_st_tensor *t = gpt2c_st_find(f, lm_names[i]);
+        if (t && (t->ndim != 2 || t->shape[0] != cfg.vocab_size || t->shape[1] != cfg.channels))
+            st = gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' does not have wte's shape [%d, %d]", path, lm_names[i],
+                            cfg.vocab_size, cfg.channels);
+    }
+    if (st == GPT2C_OK) st = load_optimizer(f, path, m);
+    free(tmp);
+    gpt2c_st_close(f);
+    if (st != GPT2C_OK) {
+        gpt2c_model_free(m);
+        return st;
+    }
+    *out = m;
+    return GPT2C_OK;
+}
