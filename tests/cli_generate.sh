@@ -20,13 +20,13 @@ TINY="${GPT2C_FIXTURES:-}/ref_tiny/model.safetensors"
 if [ -f "$TINY" ]; then MODEL="$TINY"; else MODEL=gpt2; fi
 M="--model $MODEL --threads 2"
 
-a=$("$G" generate $M --prompt-ids 464,2068,7586 --max-tokens 6 --temperature 0) || fail=1
-b=$("$G" generate $M --prompt-ids 464,2068,7586 --max-tokens 6 --temperature 0) || fail=1
+a=$("$G" generate $M --prompt-ids 11,12,13 --max-tokens 6 --temperature 0) || fail=1
+b=$("$G" generate $M --prompt-ids 11,12,13 --max-tokens 6 --temperature 0) || fail=1
 check "greedy is deterministic" '[ -n "$a" ] && [ "$a" = "$b" ]'
-c=$("$G" generate $M --prompt-ids 464,2068 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2 --vocab /nonexistent-dir 2>/dev/null)
+c=$("$G" generate $M --prompt-ids 11,12 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2 --vocab /nonexistent-dir 2>/dev/null)
 check "a vocab that does not exist is an error" '[ -z "$c" ]'
-c=$("$G" generate $M --prompt-ids 464,2068 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2) || fail=1
-d=$("$G" generate $M --prompt-ids 464,2068 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2) || fail=1
+c=$("$G" generate $M --prompt-ids 11,12 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2) || fail=1
+d=$("$G" generate $M --prompt-ids 11,12 --max-tokens 6 --seed 7 --top-k 50 --top-p 0.9 --batch 2) || fail=1
 check "seeded sampling is reproducible" '[ -n "$c" ] && [ "$c" = "$d" ]'
 check "two samples printed" '[ "$(printf "%s\n" "$c" | grep -c "^--- sample")" -eq 2 ]'
 
