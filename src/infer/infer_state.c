@@ -39,7 +39,9 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
-    if (!s->mem || !s->pos || !s->tok) {
+    s->nctr = 8 * (int)L + 4; /* stages of one pass: 2 + 8 per layer (infer_forward.c) */
+    s->ctr = gpt2c_alloc(sizeof(gpt2c_stage_ctr) * (size_t)s->nctr, "inference stage counters");
+    if (!s->mem || !s->pos || !s->tok || !s->ctr) {
         gpt2c_infer_free(s);
         return GPT2C_ERR_NOMEM;
     }
@@ -59,6 +61,7 @@ void gpt2c_infer_free(gpt2c_infer *s) {
     gpt2c_free(s->mem);
     gpt2c_free(s->pos);
     gpt2c_free(s->tok);
+    gpt2c_free(s->ctr);
     gpt2c_free(s);
 }
 

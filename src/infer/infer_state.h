@@ -3,7 +3,17 @@
 #ifndef GPT2C_INFER_STATE_H
 #define GPT2C_INFER_STATE_H
 
+#include <stdatomic.h>
+
 #include "gpt2c/infer.h"
+
+/* One stage of the parallel forward (infer_forward.c): chunks claimed, chunks
+ * done.  One cache line each, so threads claiming in one stage do not slow
+ * those waiting on another. */
+typedef struct gpt2c_stage_ctr {
+    _Alignas(64) atomic_int next;
+    atomic_int done;
+} gpt2c_stage_ctr;
 
 struct gpt2c_infer {
     const gpt2c_model *m;
@@ -28,6 +38,8 @@ struct gpt2c_infer {
     float *proj;        /* (R,C) projection outputs */
     float *fch;         /* (R,4C) gelu(fc) */
     float *logits;      /* (B,Vp) last logits of each sequence */
+    gpt2c_stage_ctr *ctr; /* (nctr) stage counters of one forward pass */
+    int nctr;
 };
 
 /* Runs rows through the model: either one sequence `seq` with n rows at

@@ -28,9 +28,9 @@ static const gpt2c_kernels REF = {
     .adamw = ref_adamw,
     .zero = ref_zero,
     /* [inference] */
-    .matmul_infer_forward = ref_matmul_infer_forward,
+    .matmul_infer_range = ref_matmul_infer_range,
     .kv_write = ref_kv_write,
-    .attention_kv_forward = ref_attention_kv_forward,
+    .attention_kv_range = ref_attention_kv_range,
 };
 
 const gpt2c_kernels *gpt2c_kernels_ref(void) { return &REF; }

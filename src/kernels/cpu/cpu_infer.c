@@ -1,4 +1,5 @@
-/* The cpu backend's inference ops: runtime dispatch to the AVX-512 kernels
+/* The cpu backend's inference ops (single-threaded ranges; src/infer splits
+ * them over threads): runtime dispatch to the AVX-512 kernels
  * (cpu_infer_avx512.c) when the CPU has them, else portable C with OpenMP
  * over the outputs.  The KV-cache layout is the one kernels.h describes. */
 #include <math.h>
@@ -9,27 +10,26 @@
 #include "kernels/ref/ref.h"
 #include "kernels/ref/ref_infer.h"
 
-static int have_avx512(void) {
+/* Set once in gpt2c_kernels_cpu_infer_fill (before any kernel runs, so the
+ * worker threads only read it). */
+static int use_avx512;
+static int have_avx512(void) { return use_avx512; }
+
+static int detect_avx512(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        const char *e = getenv("GPT2C_NO_AVX512"); /* to test the fallback on an AVX-512 machine */
-        if (e && *e && *e != '0') cached = 0;
-    }
-    return cached;
+    __builtin_cpu_init();
+    const char *e = getenv("GPT2C_NO_AVX512"); /* to test the fallback on an AVX-512 machine */
+    return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
 #else
     return 0;
 #endif
 }
 
-/* Portable fallback: one output per (row, column), 8 partial sums so the
- * compiler can vectorize without reassociating. */
+/* Portable fallback: 8 partial sums per dot product, so the compiler can
+ * vectorize without reassociating. */
 static void matmul_portable(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
-                            int act) {
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < OC; o++)
+                            int act, int o0, int o1) {
+    for (int o = o0; o < o1; o++)
         for (int n = 0; n < N; n++) {
             const float *x = inp + (size_t)n * IC, *wr = w + (size_t)o * IC;
             float acc[8] = {0};
@@ -37,21 +37,22 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
             for (; i + 8 <= IC; i += 8)
                 for (int k = 0; k < 8; k++) acc[k] += x[i + k] * wr[i + k];
             for (; i < IC; i++) acc[0] += x[i] * wr[i];
-            float y = (bias ? bias[o] : 0.0f) + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            float y = (bias ? bias[o] : 0.0f) + ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                      ((acc[4] + acc[5]) + (acc[6] + acc[7]));
             if (act == GPT2C_ACT_GELU) y = 0.5f * y * (1.0f + tanhf(0.7978845608028654f * (y + 0.044715f * y * y * y)));
             out[(size_t)n * OC + o] = y;
         }
 }
 
-static void cpu_matmul_infer_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
-                                     int OC, int act) {
+static void cpu_matmul_infer_range(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                                   int OC, int act, int o0, int o1) {
 #if defined(__x86_64__)
     if (have_avx512()) {
-        cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act);
+        cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
 #endif
-    matmul_portable(out, inp, w, bias, N, IC, OC, act);
+    matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
 }
 
 /* As ref_kv_write, looping so the transposed key rows are written contiguously. */
@@ -69,16 +70,17 @@ static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos,
         }
 }
 
-static void cpu_attention_kv_forward(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
-                                     const int *pos, int B, int Tq, int ctx, int C, int NH) {
+static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                   const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
-    if (have_avx512() && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH)) return;
+    if (have_avx512() && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
-    ref_attention_kv_forward(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH);
+    ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
-    k->matmul_infer_forward = cpu_matmul_infer_forward;
+    use_avx512 = detect_avx512();
+    k->matmul_infer_range = cpu_matmul_infer_range;
     k->kv_write = cpu_kv_write;
-    k->attention_kv_forward = cpu_attention_kv_forward;
+    k->attention_kv_range = cpu_attention_kv_range;
 }

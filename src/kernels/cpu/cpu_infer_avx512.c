@@ -4,7 +4,6 @@
  * etc. (CMake: *_avx512.c); called only when the CPU has AVX-512F. */
 #include <immintrin.h>
 #include <math.h>
-#include <omp.h>
 
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/kernels.h"
@@ -108,44 +107,28 @@ static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float 
     TILE_CASES(1)
 }
 
-/* Thread t of nt owns the outputs [o0, o1) for every row: a contiguous slice of
- * the weights, streamed once per row panel.  Row panels keep the inputs in L2. */
+/* Outputs [o0, o1) for every row: the weight rows of the range are streamed
+ * once per row panel (decode: once), 4 at a time; row panels of ~1 MiB of
+ * inputs stay in L2 across the range's tiles. */
 void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
-                             int act) {
-    /* rows per panel: inputs of about 1 MiB, a multiple of 6, at least 6 */
-    int panel = (int)((1u << 20) / (4u * (unsigned)IC)) / 6 * 6;
+                             int act, int o0, int o1) {
+    int panel = (int)((1u << 20) / (4u * (unsigned)IC)) / 6 * 6; /* rows per panel, a multiple of 6 */
     if (panel < 6) panel = 6;
-    const int nblk = (OC + 3) / 4;
-    const int nt_want = omp_get_max_threads();
-    /* a tiny matmul is not worth waking the threads */
-    const int nt = (double)N * IC * OC < 32768.0 ? 1 : nt_want;
-#pragma omp parallel num_threads(nt)
-    {
-        const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        const int o0 = (int)((long long)nblk * t / T) * 4;
-        int o1 = (int)((long long)nblk * (t + 1) / T) * 4;
-        if (o1 > OC) o1 = OC;
-        for (int n0 = 0; n0 < N; n0 += panel) {
-            const int nn = N - n0 < panel ? N - n0 : panel;
-            const float *xp = inp + (size_t)n0 * IC;
-            float *op = out + (size_t)n0 * OC;
-            for (int o = o0; o < o1; o += 4) {
-                const float *wo = w + (size_t)o * IC;
-                const float *bo = bias ? bias + o : NULL;
-                if (o + 4 <= o1) {
-                    for (int n = 0; n < nn; n += 6)
-                        tile4(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, wo, (size_t)IC, bo,
-                              IC, nn - n < 6 ? nn - n : 6);
-                } else {
-                    for (int r = o; r < o1; r++)
-                        for (int n = 0; n < nn; n += 6)
-                            tile1(op + (size_t)n * OC + r, (size_t)OC, xp + (size_t)n * IC, (size_t)IC,
-                                  w + (size_t)r * IC, (size_t)IC, bias ? bias + r : NULL, IC, nn - n < 6 ? nn - n : 6);
-                }
-            }
-            if (act == GPT2C_ACT_GELU && o1 > o0)
-                for (int n = 0; n < nn; n++) gelu_row(op + (size_t)n * OC + o0, o1 - o0);
-        }
+    for (int n0 = 0; n0 < N; n0 += panel) {
+        const int nn = N - n0 < panel ? N - n0 : panel;
+        const float *xp = inp + (size_t)n0 * IC;
+        float *op = out + (size_t)n0 * OC;
+        int o = o0;
+        for (; o + 4 <= o1; o += 4)
+            for (int n = 0; n < nn; n += 6)
+                tile4(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,
+                      (size_t)IC, bias ? bias + o : NULL, IC, nn - n < 6 ? nn - n : 6);
+        for (; o < o1; o++)
+            for (int n = 0; n < nn; n += 6)
+                tile1(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,
+                      (size_t)IC, bias ? bias + o : NULL, IC, nn - n < 6 ? nn - n : 6);
+        if (act == GPT2C_ACT_GELU && o1 > o0)
+            for (int n = 0; n < nn; n++) gelu_row(op + (size_t)n * OC + o0, o1 - o0);
     }
 }
 
@@ -210,25 +193,19 @@ static void attend_one(float *o, const float *q, const float *K, const float *V,
     }
 }
 
-#define MAX_CTX 8192 /* per-thread score buffer on the stack (32 KiB) */
+#define MAX_CTX 8192 /* the score buffer lives on the stack (32 KiB) */
 
 int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
-                               const int *pos, int B, int Tq, int ctx, int C, int NH) {
+                               const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+    (void)B;
     if (ctx > MAX_CTX) return 0;
     const int hs = C / NH;
-    const long long tasks = (long long)B * Tq * NH;
-    const int nt = tasks * (pos[0] + Tq) * hs < 16384 ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(nt)
-    {
-        float s[MAX_CTX] __attribute__((aligned(64)));
-        /* dynamic: causal rows differ in length; each task's result does not depend on its thread */
-#pragma omp for schedule(dynamic, 4)
-        for (long long task = 0; task < tasks; task++) {
-            const int h = (int)(task % NH), t = (int)(task / NH % Tq), b = (int)(task / NH / Tq);
-            const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
-            attend_one(out + ((size_t)b * Tq + t) * C + h * hs, q + ((size_t)b * Tq + t) * qstride + h * hs, K, V, hs,
-                       ctx, pos[b] + t + 1, s);
-        }
+    float s[MAX_CTX] __attribute__((aligned(64)));
+    for (long task = t0; task < t1; task++) {
+        const int h = (int)(task % NH), t = (int)(task / NH % Tq), b = (int)(task / NH / Tq);
+        const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
+        attend_one(out + ((size_t)b * Tq + t) * C + h * hs, q + ((size_t)b * Tq + t) * qstride + h * hs, K, V, hs, ctx,
+                   pos[b] + t + 1, s);
     }
     return 1;
 }
