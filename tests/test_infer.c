@@ -104,7 +104,7 @@ static void check_matmul_kernels(void) {
     const gpt2c_kernels *ref = gpt2c_kernels_ref(), *cpu = NULL;
     CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
     if (!cpu) return;
-    const int shapes[][3] = {{1, 768, 2304}, {3, 64, 50}, {16, 96, 384}, {5, 384, 96}, {37, 40, 203}, {2, 17, 9}};
+    const int shapes[][3] = {{1, 768, 2304}, {3, 64, 50}, {16, 96, 384}, {5, 384, 96}, {37, 40, 203}, {2, 17, 9}, {40, 600, 70}, {25, 520, 33}};
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 3, 0);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
