@@ -112,8 +112,8 @@ typedef struct gpt2c_kernels {
     /* Writes the keys and values of Tq new tokens of each of B sequences into the
      * caches at positions pos[b] .. pos[b]+Tq-1.  qkv (B,Tq,3C): q|k|v per token. */
     void (*kv_write)(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH);
-    /* Attention against the cache, tasks [t0, t1) of the B*Tq*NH tasks
-     * task = (b*Tq + t)*NH + h: query t of sequence b (at position pos[b]+t), head h,
+    /* Attention against the cache, tasks [t0, t1) of the B*NH*Tq tasks
+     * task = (b*NH + h)*Tq + t: query t of sequence b (at position pos[b]+t), head h,
      * attends causally to cached tokens 0 .. pos[b]+t.  q: row (b,t) at
      * q + (b*Tq+t)*qstride, head h at channels [h*hs, (h+1)*hs).  out (B,Tq,C): the
      * task's hs channels overwritten.  The keys and values must be in the cache. */

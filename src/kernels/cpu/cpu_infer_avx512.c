@@ -212,80 +212,120 @@ void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const
     }
 }
 
-/* Scores of one query against keys [0, n): s_j = q . K[:, j] * scale, with K
- * (hs, ctx) transposed, 64 keys per pass (4 accumulators, one FMA per channel). */
-static void scores(float *s, const float *q, const float *K, int hs, int ctx, int n, float scale) {
-    for (int j0 = 0; j0 < n; j0 += 64) {
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        const int left = n - j0;
-        __mmask16 m[4];
-        for (int c = 0; c < 4; c++) {
-            const int k = left - 16 * c;
-            m[c] = k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
-        }
-        for (int i = 0; i < hs; i++) {
-            const __m512 qi = _mm512_set1_ps(q[i]);
-            const float *kr = K + (size_t)i * ctx + j0;
-            for (int c = 0; c < 4; c++) a[c] = _mm512_fmadd_ps(qi, _mm512_maskz_loadu_ps(m[c], kr + 16 * c), a[c]);
-        }
-        for (int c = 0; c < 4; c++)
-            if (m[c]) _mm512_mask_storeu_ps(s + j0 + 16 * c, m[c], _mm512_mul_ps(a[c], _mm512_set1_ps(scale)));
-    }
+/* ---- attention against the cache -----------------------------------------
+ * A block of Q <= 4 consecutive queries of one head (prefill; decode has Q = 1):
+ * query qi sees keys [0, n0 + qi).  Each key vector and value row is loaded
+ * once for the block: QK^T as 4 key-vectors x Q broadcasts of q, PV as one
+ * value row x Q broadcasts of p.  Scores s (Q, MAX_CTX). */
+#define MAX_CTX 4096
+
+static inline __mmask16 lane_mask(int k) {
+    return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
 }
 
-/* One (sequence, query, head): softmax of the scores, then out = sum_j p_j V[j] / sum p. */
-static void attend_one(float *o, const float *q, const float *K, const float *V, int hs, int ctx, int n, float *s) {
-    const float scale = 1.0f / sqrtf((float)hs);
-    scores(s, q, K, hs, ctx, n, scale);
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    int j = 0;
-    for (; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
-    const __mmask16 tm = (__mmask16)((1u << (n - j)) - 1);
-    if (j < n) mx = _mm512_mask_max_ps(mx, tm, mx, _mm512_maskz_loadu_ps(tm, s + j));
-    const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    __m512 sum = _mm512_setzero_ps();
-    for (j = 0; j + 16 <= n; j += 16) {
-        const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), vmax));
-        _mm512_storeu_ps(s + j, e);
-        sum = _mm512_add_ps(sum, e);
+ALWAYS_INLINE void attend_block(float *o, size_t ldo, const float *q, size_t ldq, const float *K, const float *V,
+                                int hs, int ctx, int n0, float *s, const int Q) {
+    const int n = n0 + Q - 1; /* keys of the last query */
+    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)hs));
+    /* scores, 64 keys per pass */
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        __m512 a[4][4];
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++) a[qi][c] = _mm512_setzero_ps();
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) m[c] = lane_mask(n - j0 - 16 * c);
+        for (int i = 0; i < hs; i++) {
+            const float *kr = K + (size_t)i * ctx + j0;
+            const __m512 k0 = _mm512_maskz_loadu_ps(m[0], kr), k1 = _mm512_maskz_loadu_ps(m[1], kr + 16);
+            const __m512 k2 = _mm512_maskz_loadu_ps(m[2], kr + 32), k3 = _mm512_maskz_loadu_ps(m[3], kr + 48);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 qb = _mm512_set1_ps(q[qi * ldq + i]);
+                a[qi][0] = _mm512_fmadd_ps(qb, k0, a[qi][0]);
+                a[qi][1] = _mm512_fmadd_ps(qb, k1, a[qi][1]);
+                a[qi][2] = _mm512_fmadd_ps(qb, k2, a[qi][2]);
+                a[qi][3] = _mm512_fmadd_ps(qb, k3, a[qi][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++)
+                if (m[c]) _mm512_mask_storeu_ps(s + qi * MAX_CTX + j0 + 16 * c, m[c], _mm512_mul_ps(a[qi][c], scale));
     }
-    if (j < n) {
-        const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tm, s + j), vmax));
-        _mm512_mask_storeu_ps(s + j, tm, e);
-        sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tm, e));
+    /* softmax per query over its own keys; p = 0 beyond them (up to n) */
+    float inv[4];
+    for (int qi = 0; qi < Q; qi++) {
+        float *sq = s + qi * MAX_CTX;
+        const int nq = n0 + qi;
+        __m512 mx = _mm512_set1_ps(-INFINITY);
+        for (int j = 0; j < nq; j += 16) {
+            const __mmask16 mk = lane_mask(nq - j);
+            mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, sq + j));
+        }
+        const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        __m512 sum = _mm512_setzero_ps();
+        for (int j = 0; j < n; j += 16) {
+            const __mmask16 mk = lane_mask(nq - j), mall = lane_mask(n - j);
+            const __m512 e = _mm512_maskz_mov_ps(mk, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sq + j), vmax)));
+            _mm512_mask_storeu_ps(sq + j, mall, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        inv[qi] = 1.0f / _mm512_reduce_add_ps(sum);
     }
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-    /* out: up to 64 channels per pass over the values */
+    /* out_q = sum_j p_q[j] V[j] / sum_q, up to 64 channels per pass */
     for (int c0 = 0; c0 < hs; c0 += 64) {
         __mmask16 m[4];
-        for (int c = 0; c < 4; c++) {
-            const int k = hs - c0 - 16 * c;
-            m[c] = k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
+        for (int c = 0; c < 4; c++) m[c] = lane_mask(hs - c0 - 16 * c);
+        __m512 a[4][4];
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++) a[qi][c] = _mm512_setzero_ps();
+        for (int j = 0; j < n; j++) {
+            const float *vr = V + (size_t)j * hs + c0;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m[0], vr), v1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+            const __m512 v2 = _mm512_maskz_loadu_ps(m[2], vr + 32), v3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 pb = _mm512_set1_ps(s[qi * MAX_CTX + j]);
+                a[qi][0] = _mm512_fmadd_ps(pb, v0, a[qi][0]);
+                a[qi][1] = _mm512_fmadd_ps(pb, v1, a[qi][1]);
+                a[qi][2] = _mm512_fmadd_ps(pb, v2, a[qi][2]);
+                a[qi][3] = _mm512_fmadd_ps(pb, v3, a[qi][3]);
+            }
         }
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        for (int jj = 0; jj < n; jj++) {
-            const __m512 pj = _mm512_set1_ps(s[jj]);
-            const float *vr = V + (size_t)jj * hs + c0;
-            for (int c = 0; c < 4; c++) a[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], vr + 16 * c), a[c]);
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++) {
+            const __m512 iv = _mm512_set1_ps(inv[qi]);
+            for (int c = 0; c < 4; c++)
+                if (m[c]) _mm512_mask_storeu_ps(o + qi * ldo + c0 + 16 * c, m[c], _mm512_mul_ps(a[qi][c], iv));
         }
-        for (int c = 0; c < 4; c++)
-            if (m[c]) _mm512_mask_storeu_ps(o + c0 + 16 * c, m[c], _mm512_mul_ps(a[c], inv));
     }
 }
 
-#define MAX_CTX 8192 /* the score buffer lives on the stack (32 KiB) */
-
+/* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries */
 int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
     (void)B;
     if (ctx > MAX_CTX) return 0;
     const int hs = C / NH;
-    float s[MAX_CTX] __attribute__((aligned(64)));
-    for (long task = t0; task < t1; task++) {
-        const int h = (int)(task % NH), t = (int)(task / NH % Tq), b = (int)(task / NH / Tq);
+    float s[4 * MAX_CTX] __attribute__((aligned(64)));
+    for (long task = t0; task < t1;) {
+        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
+        long Q = Tq - t; /* queries left in this (b, h) */
+        if (Q > t1 - task) Q = t1 - task;
+        if (Q > 4) Q = 4;
         const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
-        attend_one(out + ((size_t)b * Tq + t) * C + h * hs, q + ((size_t)b * Tq + t) * qstride + h * hs, K, V, hs, ctx,
-                   pos[b] + t + 1, s);
+        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
+        const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
+        const int n0 = pos[b] + t + 1;
+        switch (Q) {
+        case 4: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 4); break;
+        case 3: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 3); break;
+        case 2: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 2); break;
+        default: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 1); break;
+        }
+        task += Q;
     }
     return 1;
 }

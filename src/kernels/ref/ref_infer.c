@@ -40,7 +40,7 @@ void ref_attention_kv_range(float *out, const float *q, size_t qstride, const fl
     const double scale = 1.0 / sqrt((double)hs);
     (void)B;
     for (long task = t0; task < t1; task++) {
-        const int h = (int)(task % NH), t = (int)(task / NH % Tq), b = (int)(task / NH / Tq);
+        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
         const float *qh = q + ((size_t)b * Tq + t) * qstride + h * hs;
         const float *K = kc + ((size_t)b * NH + h) * hs * ctx; /* (hs, ctx) */
         const float *V = vc + ((size_t)b * NH + h) * ctx * hs; /* (ctx, hs) */
