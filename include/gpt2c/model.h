@@ -4,7 +4,15 @@
  * kind stacked over layers, weights as (out, in)); every tensor starts on a
  * 64-byte boundary.  A name table maps each slice to its Hugging Face name.
  * Gradients and AdamW moments are slabs of the same layout; activations are
- * one slab planned for a given (B, T). */
+ * one slab planned for a given (B, T).
+ *
+ * Memory: every slab lives in the memory of the selected backend.  With a
+ * device backend (cuda), params_mem, grads_mem, m_mem, v_mem, params.t[] and
+ * grads.t[] are DEVICE pointers; selecting the backend moves the slabs there
+ * (the one upload of a checkpoint) and selecting a host backend brings them
+ * back.  Host code that reads or writes parameters uses gpt2c_model_params_host
+ * (and gpt2c_model_params_upload after writing); on host backends these are
+ * free (the host view is params_mem itself). */
 #ifndef GPT2C_MODEL_H
 #define GPT2C_MODEL_H
 
@@ -64,6 +72,7 @@ typedef struct gpt2c_model {
 
     float *params_mem;
     gpt2c_params params;
+    float *params_host; /* device backends only: host mirror of params_mem (NULL on host backends) */
     float *grads_mem; /* allocated on first backward */
     gpt2c_params grads;
     float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
@@ -83,10 +92,28 @@ gpt2c_status gpt2c_model_create(const gpt2c_config *cfg, gpt2c_model **out);
 void gpt2c_model_free(gpt2c_model *m);
 /* GPT-2 init: N(0, 0.02) weights and embeddings, residual projections
  * N(0, 0.02/sqrt(2L)), biases 0, layernorm weights 1; pad rows of wte 0.
- * Same numbers for the same seed, whatever the thread count. */
+ * Same numbers for the same seed, whatever the thread count.  On a device
+ * backend it fills the host mirror and uploads it (a failed upload is
+ * reported by the next forward). */
 void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed);
-/* Selects the kernels by backend name ("ref", "cpu", "blas", "cuda"). */
+/* Selects the kernels by backend name ("ref", "cpu", "blas", "cuda"), moving
+ * the slabs into that backend's memory when it differs (activations are
+ * re-planned; the last forward's results are dropped). */
 gpt2c_status gpt2c_model_set_backend(gpt2c_model *m, const char *backend);
+/* The same with a kernel table in hand (tests, custom backends). */
+gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const struct gpt2c_kernels *k);
+
+/* Host view of the parameter slab (layout as params_mem), current values:
+ * params_mem itself on a host backend; on a device backend a host mirror,
+ * downloaded now. */
+gpt2c_status gpt2c_model_params_host(const gpt2c_model *m, float **host);
+/* After writing the host view: sends it to the device (no-op on host backends). */
+gpt2c_status gpt2c_model_params_upload(gpt2c_model *m);
+/* Read-only host copy of one of m's slabs (params_mem, grads_mem, m_mem,
+ * v_mem), for writers: on a host backend *host = slab (nothing allocated); on
+ * a device backend a downloaded copy.  Release with gpt2c_model_slab_host_free. */
+gpt2c_status gpt2c_model_slab_to_host(const gpt2c_model *m, const float *slab, const float **host);
+void gpt2c_model_slab_host_free(const float *slab, const float *host);
 
 /* Plans the activations for batches of (B, T); no allocation happens after. */
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T);
@@ -96,7 +123,8 @@ gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T);
  * without targets, gpt2c_model_logits() holds the logits.  Ids are checked. */
 gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                  float *loss);
-/* Logits (B,T,Vp) of the last forward without targets (pad columns undefined). */
+/* Logits (B,T,Vp) of the last forward without targets (pad columns undefined).
+ * Host memory whatever the backend (a device backend's forward copies them back). */
 const float *gpt2c_model_logits(const gpt2c_model *m);
 /* Per-position losses (B,T) of the last forward with targets. */
 const float *gpt2c_model_losses(const gpt2c_model *m);

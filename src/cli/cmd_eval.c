@@ -1,8 +1,47 @@
+/* gpt2c eval: mean loss and perplexity of a model on token shards. */
+#include <math.h>
+#include <stdio.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_arg.h"
+#include "gpt2c/train.h"
 
 int cmd_eval(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("eval", "not implemented yet");
+    model_arg ma = {0};
+    const char *data = NULL, *backend = "cpu";
+    int B = 4, T = 64, batches = 0, threads = 0;
+    cli_opt opts[] = {
+        MODEL_ARG_OPTS(ma),
+        {"--data", CLI_STR, &data, "token shards: a file or a glob", 0, 0},
+        {"--batch", CLI_INT, &B, "batch size (default 4)", 1, 1 << 20},
+        {"--seq", CLI_INT, &T, "sequence length (default 64)", 1, 1 << 20},
+        {"--batches", CLI_INT, &batches, "batches to evaluate (default: one pass over the data)", 0, 1 << 30},
+        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
+        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+    };
+    int rc = cli_parse("eval", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (!data) return cli_error("eval", "--data is required");
+    if (!ma.model) return cli_error("eval", "--model is required (a checkpoint path or a model name)");
+    gpt2c_set_threads(threads);
+    gpt2c_model *m;
+    int loaded;
+    if ((rc = model_arg_make("eval", &ma, 1337, &m, &loaded))) return rc;
+    gpt2c_dataloader dl = {0};
+    float loss = 0;
+    int done = 0;
+    rc = 1;
+    if (gpt2c_model_set_backend(m, backend) == GPT2C_OK && gpt2c_model_prepare(m, B, T) == GPT2C_OK &&
+        gpt2c_dataloader_open(&dl, data, B, T, 0, 0, m->cfg.vocab_size) == GPT2C_OK &&
+        gpt2c_evaluate(m, &dl, batches, &loss, &done) == GPT2C_OK) {
+        printf("loss %.6f  perplexity %.4f  (%d batches of %dx%d = %lld tokens)\n", loss, exp(loss), done, B, T,
+               (long long)done * B * T);
+        rc = 0;
+    } else {
+        cli_fail_status("eval");
+    }
+    gpt2c_dataloader_close(&dl);
+    gpt2c_model_free(m);
+    return rc;
 }

@@ -1,8 +1,211 @@
+/* gpt2c train: the training loop with a live progress line, JSONL log,
+ * periodic validation, atomic checkpoints and exact resume. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_arg.h"
+#include "gpt2c/fileio.h"
+#include "gpt2c/io.h"
+#include "gpt2c/train.h"
+
+typedef struct {
+    FILE *log;
+    int tty;
+    int print_every;
+    uint64_t t_start;
+    int first_step;
+    const char *save_path;
+    uint64_t seed;
+    int shuffle;
+    float last_val;
+} train_ui;
+
+static void on_event(const gpt2c_train_event *ev, void *user) {
+    train_ui *ui = user;
+    if (ev->is_eval) {
+        ui->last_val = ev->val_loss;
+        if (ui->log) fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
+        fprintf(stderr, "%sval loss %.4f  (after %d of %d steps)\n", ui->tty ? "\r\033[K" : "", ev->val_loss, ev->step,
+                ev->steps);
+        return;
+    }
+    if (ui->log)
+        fprintf(ui->log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", ev->step,
+                ev->loss, ev->lr, ev->norm, ev->ms, ev->tok_s);
+    int done = ev->step + 1 - ui->first_step, left = ev->steps - ev->step - 1;
+    double elapsed = (gpt2c_now_ns() - ui->t_start) / 1e9, eta = done > 0 ? elapsed / done * left : 0;
+    if (ui->tty || ev->step % ui->print_every == 0 || left == 0)
+        fprintf(stderr, "%sstep %5d/%d  loss %.4f  lr %.2e  norm %.3f  %7.1f ms  %8.0f tok/s  ETA %5.0fs%s",
+                ui->tty ? "\r\033[K" : "", ev->step + 1, ev->steps, ev->loss, ev->lr, ev->norm, ev->ms, ev->tok_s, eta,
+                ui->tty && left ? "" : "\n");
+}
+
+/* "--save ck_{step}.safetensors" keeps one checkpoint per save; without
+ * "{step}" each save replaces the last (atomically). */
+static void expand_step(char *out, size_t n, const char *pattern, int step) {
+    const char *at = strstr(pattern, "{step}");
+    if (!at) {
+        snprintf(out, n, "%s", pattern);
+        return;
+    }
+    snprintf(out, n, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
+}
+
+static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user) {
+    train_ui *ui = user;
+    if (!ui->save_path) return GPT2C_OK;
+    char path[4096];
+    expand_step(path, sizeof path, ui->save_path, steps_done);
+    char step[32], epoch[32], shard[32], cursor[32], seed[32], shuffle[8];
+    snprintf(step, sizeof step, "%d", steps_done);
+    snprintf(epoch, sizeof epoch, "%" PRIu64, train->pos.epoch);
+    snprintf(shard, sizeof shard, "%d", train->pos.shard);
+    snprintf(cursor, sizeof cursor, "%" PRIu64, train->pos.cursor);
+    snprintf(seed, sizeof seed, "%" PRIu64, ui->seed);
+    snprintf(shuffle, sizeof shuffle, "%d", ui->shuffle);
+    const gpt2c_kv meta[] = {
+        {"gpt2c.step", step},           {"gpt2c.data.epoch", epoch}, {"gpt2c.data.shard", shard},
+        {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
+    };
+    GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
+    return GPT2C_OK;
+}
+
+/* Reads the trainer state a checkpoint saved. */
+static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos) {
+    gpt2c_st_file *f;
+    if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
+    const char *s = gpt2c_st_meta(f, "gpt2c.step"), *e = gpt2c_st_meta(f, "gpt2c.data.epoch"),
+               *sh = gpt2c_st_meta(f, "gpt2c.data.shard"), *c = gpt2c_st_meta(f, "gpt2c.data.cursor");
+    int rc = 0;
+    if (!s || !e || !sh || !c)
+        rc = cli_error("train", "--resume: %s: not a training checkpoint (no gpt2c.step / gpt2c.data.* metadata)", path);
+    else {
+        *step = atoi(s);
+        pos->epoch = strtoull(e, NULL, 10);
+        pos->shard = atoi(sh);
+        pos->cursor = strtoull(c, NULL, 10);
+    }
+    gpt2c_st_close(f);
+    return rc;
+}
 
 int cmd_train(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("train", "not implemented yet");
+    model_arg ma = {0};
+    const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
+    const char *backend = "cpu";
+    int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
+    int save_every = 0, decay_all = 0, shuffle = 0;
+    long long seed = 1337;
+    double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1, clip = 1.0, min_lr_frac = 0.0;
+    cli_opt opts[] = {
+        MODEL_ARG_OPTS(ma),
+        {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
+        {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
+        {"--batch", CLI_INT, &B, "batch size B (default 4)", 1, 1 << 20},
+        {"--seq", CLI_INT, &T, "sequence length T (default 64)", 1, 1 << 20},
+        {"--steps", CLI_INT, &steps, "total optimizer steps (default 50)", 0, 1 << 30},
+        {"--lr", CLI_FLOAT, &lr, "peak learning rate (default 3e-4)", 0, 10},
+        {"--schedule", CLI_STR, &schedule, "constant|cosine (default constant)", 0, 0},
+        {"--warmup", CLI_INT, &warmup, "linear warmup steps (default 0)", 0, 1 << 30},
+        {"--min-lr-frac", CLI_FLOAT, &min_lr_frac, "cosine floor as a fraction of --lr (default 0)", 0, 1},
+        {"--beta1", CLI_FLOAT, &beta1, "AdamW beta1 (default 0.9)", 0, 0.999999},
+        {"--beta2", CLI_FLOAT, &beta2, "AdamW beta2 (default 0.95)", 0, 0.999999},
+        {"--eps", CLI_FLOAT, &eps, "AdamW epsilon (default 1e-8)", 1e-30, 1},
+        {"--weight-decay", CLI_FLOAT, &wd, "AdamW weight decay, 2-D weights only (default 0.1)", 0, 10},
+        {"--decay-all", CLI_FLAG, &decay_all, "apply weight decay to every tensor", 0, 0},
+        {"--grad-clip", CLI_FLOAT, &clip, "global grad-norm clip, 0 = off (default 1.0)", 0, 1e9},
+        {"--accum", CLI_INT, &accum, "gradient accumulation micro-steps (default 1)", 1, 1 << 20},
+        {"--eval-every", CLI_INT, &eval_every, "validate every N steps, 0 = never (default 20)", 0, 1 << 30},
+        {"--eval-batches", CLI_INT, &eval_batches, "validation batches (default 10)", 1, 1 << 30},
+        {"--seed", CLI_LONG, &seed, "seed for init and shuffling (default 1337)", 0, 9.2e18},
+        {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
+        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
+        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically; {step} in it is replaced by the step", 0, 0},
+        {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
+        {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
+        {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
+    };
+    int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (!data) return cli_error("train", "--data is required (token shards from gpt2c tokenize)");
+    gpt2c_train_cfg cfg = {.B = B, .T = T, .steps = steps, .accum = accum, .lr = (float)lr, .warmup = warmup,
+                           .min_lr_frac = (float)min_lr_frac, .eval_every = val_data ? eval_every : 0,
+                           .eval_batches = eval_batches, .save_every = save_every,
+                           .adamw = {(float)beta1, (float)beta2, (float)eps, (float)wd, (float)clip, decay_all}};
+    if (strcmp(schedule, "constant") == 0) cfg.schedule = GPT2C_SCHED_CONSTANT;
+    else if (strcmp(schedule, "cosine") == 0) cfg.schedule = GPT2C_SCHED_COSINE;
+    else return cli_error("train", "--schedule: expected constant or cosine, got '%s'", schedule);
+    if (resume && ma.model) return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
+    gpt2c_set_threads(threads);
+
+    /* fail on an unwritable save path now, not after hours of training */
+    if (save) {
+        char first[4096];
+        expand_step(first, sizeof first, save, 0);
+        gpt2c_atomic probe;
+        if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
+        gpt2c_atomic_abort(&probe);
+    }
+
+    gpt2c_model *m = NULL;
+    int loaded = 0, start_step = 0;
+    gpt2c_data_pos pos = {0, 0, 0};
+    if (resume) {
+        model_arg ra = ma;
+        ra.model = resume;
+        if ((rc = read_resume_state(resume, &start_step, &pos))) return rc;
+        if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &m, &loaded))) return rc;
+    } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &m, &loaded))) {
+        return rc;
+    }
+    train_ui ui = {.tty = isatty(2), .print_every = steps > 100 ? steps / 50 : 1, .first_step = start_step,
+                   .save_path = save, .seed = (uint64_t)seed, .shuffle = shuffle};
+    gpt2c_dataloader train = {0}, val = {0};
+    int have_val = 0;
+    rc = 1;
+    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) goto fail;
+    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) goto fail;
+    if (gpt2c_dataloader_open(&train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size) != GPT2C_OK) goto fail;
+    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) goto fail;
+    if (val_data) {
+        if (gpt2c_dataloader_open(&val, val_data, B, T, 0, 0, m->cfg.vocab_size) != GPT2C_OK) goto fail;
+        have_val = 1;
+    }
+    if (log_path && !(ui.log = fopen(log_path, resume ? "a" : "w"))) {
+        gpt2c_fail(GPT2C_ERR_IO, "--log: %s: cannot write", log_path);
+        goto fail;
+    }
+    if (start_step > steps) {
+        gpt2c_fail(GPT2C_ERR_ARG, "--steps: %d is fewer than the %d steps the checkpoint has done", steps, start_step);
+        goto fail;
+    }
+    fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
+            loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
+            m->cfg.padded_vocab_size, m->num_params / 1e6);
+    fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
+            gpt2c_dataloader_total_tokens(&train), B, T, accum, steps, start_step, backend, gpt2c_get_threads());
+    cfg.on_event = on_event;
+    cfg.on_checkpoint = save ? on_checkpoint : NULL;
+    cfg.user = &ui;
+    ui.t_start = gpt2c_now_ns();
+    if (gpt2c_train(m, &train, have_val ? &val : NULL, &cfg, start_step) != GPT2C_OK) goto fail;
+    fprintf(stderr, "gpt2c train: done in %.1f s, peak RSS %.2f GiB\n", (gpt2c_now_ns() - ui.t_start) / 1e9,
+            gpt2c_peak_rss_bytes() / 1073741824.0);
+    rc = 0;
+fail:
+    if (rc) cli_fail_status("train");
+    if (ui.log) fclose(ui.log);
+    gpt2c_dataloader_close(&train);
+    if (have_val) gpt2c_dataloader_close(&val);
+    gpt2c_model_free(m);
+    return rc;
 }

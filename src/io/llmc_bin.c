@@ -107,10 +107,16 @@ gpt2c_status gpt2c_model_save_llmc(const gpt2c_model *m, const char *path, int v
     uint16_t *buf = version == 5 ? malloc(65536 * sizeof *buf) : NULL;
     if (version == 5 && !buf) return gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path);
     gpt2c_atomic a;
-    gpt2c_status st = gpt2c_atomic_open(&a, path);
+    const float *P = NULL; /* host view of the parameters (a copy when on a GPU) */
+    gpt2c_status st = gpt2c_model_slab_to_host(m, m->params_mem, &P);
+    if (st != GPT2C_OK) {
+        free(buf);
+        return st;
+    }
+    st = gpt2c_atomic_open(&a, path);
     if (st == GPT2C_OK) st = gpt2c_atomic_write(&a, h, sizeof h);
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {
-        const float *src = m->params.t[id];
+        const float *src = P + m->info[id].offset;
         size_t n = m->info[id].numel;
         if (version == 3) {
             st = gpt2c_atomic_write(&a, src, n * sizeof(float));
@@ -124,5 +130,6 @@ gpt2c_status gpt2c_model_save_llmc(const gpt2c_model *m, const char *path, int v
     }
     if (st == GPT2C_OK) st = gpt2c_atomic_commit(&a);
     free(buf);
+    gpt2c_model_slab_host_free(m->params_mem, P);
     return st;
 }

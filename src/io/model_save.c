@@ -20,8 +20,14 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
         if (m->info[id].hf_transposed) tsize += m->info[id].numel;
     float *staging = malloc(tsize * sizeof(float));
     gpt2c_st_writer *w = NULL;
-    gpt2c_status st = GPT2C_OK;
-    if (!staging && tsize)
+    /* host views of the slabs (copies when the model lives on a GPU) */
+    const float *P = NULL, *M = NULL, *V = NULL;
+    gpt2c_status st = gpt2c_model_slab_to_host(m, m->params_mem, &P);
+    if (st == GPT2C_OK && with_optimizer) st = gpt2c_model_slab_to_host(m, m->m_mem, &M);
+    if (st == GPT2C_OK && with_optimizer) st = gpt2c_model_slab_to_host(m, m->v_mem, &V);
+    if (st != GPT2C_OK)
+        ;
+    else if (!staging && tsize)
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path);
     else
         st = gpt2c_st_writer_new(&w);
@@ -33,7 +39,7 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
             char hf[200], name[256];
             gpt2c_param_hf_name(pi, l, hf, sizeof hf);
             snprintf(name, sizeof name, "transformer.%s", hf);
-            const float *src = gpt2c_param_slice(m, m->params_mem, id, l);
+            const float *src = gpt2c_param_slice(m, (float *)P, id, l);
             int64_t shape[2];
             int nd = 2;
             if (id == GPT2C_P_WTE) {
@@ -55,8 +61,8 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
     }
     if (st == GPT2C_OK && with_optimizer) {
         int64_t n = (int64_t)m->slab_floats;
-        st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_M, GPT2C_DT_F32, 1, &n, m->m_mem);
-        if (st == GPT2C_OK) st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_V, GPT2C_DT_F32, 1, &n, m->v_mem);
+        st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_M, GPT2C_DT_F32, 1, &n, M);
+        if (st == GPT2C_OK) st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_V, GPT2C_DT_F32, 1, &n, V);
     }
     char num[6][32];
     const int vals[6] = {c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size, c->padded_vocab_size};
@@ -74,5 +80,8 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
     if (st == GPT2C_OK) st = gpt2c_st_writer_write(w, path);
     gpt2c_st_writer_free(w);
     free(staging);
+    gpt2c_model_slab_host_free(m->params_mem, P);
+    gpt2c_model_slab_host_free(m->m_mem, M);
+    gpt2c_model_slab_host_free(m->v_mem, V);
     return st;
 }

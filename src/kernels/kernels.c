@@ -37,10 +37,27 @@ const gpt2c_kernels *gpt2c_kernels_ref(void) { return &REF; }
 
 /* Copies `b` and fills every NULL entry from ref.  The table is a struct of
  * pointers after the two name strings, so it can be walked as an array. */
+typedef void (*fnptr)(void);
+#define NFN ((sizeof(gpt2c_kernels) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
+
+/* The [inference] entries are optional for a device backend: the inference
+ * engine checks for them and refuses a backend without (gpt2c_infer_create). */
+#define INFER_FIRST ((offsetof(gpt2c_kernels, matmul_infer_range) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
+#define INFER_LAST ((offsetof(gpt2c_kernels, attention_kv_range) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
+
+/* Index of the first NULL entry of a table, or -1 if every entry is set. */
+static long first_null_entry(const gpt2c_kernels *b) {
+    const fnptr *e = (const fnptr *)((const char *)b + offsetof(gpt2c_kernels, encoder_forward));
+    for (size_t i = 0; i < NFN; i++)
+        if (!e[i] && !(i >= INFER_FIRST && i <= INFER_LAST)) return (long)i;
+    return -1;
+}
+
+long gpt2c_kernels_first_null(const gpt2c_kernels *b) { return first_null_entry(b); }
+
 static void fill_from_ref(gpt2c_kernels *dst, const gpt2c_kernels *b) {
     *dst = *b;
-    typedef void (*fnptr)(void);
-    const size_t nfn = (sizeof(gpt2c_kernels) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr);
+    const size_t nfn = NFN;
     fnptr *d = (fnptr *)((char *)dst + offsetof(gpt2c_kernels, encoder_forward));
     const fnptr *r = (const fnptr *)((const char *)&REF + offsetof(gpt2c_kernels, encoder_forward));
     for (size_t i = 0; i < nfn; i++)
@@ -86,6 +103,17 @@ gpt2c_status gpt2c_kernels_get(const char *name, const gpt2c_kernels **out) {
         if (strcmp(name, BACKENDS[i].name) != 0) continue;
         const gpt2c_kernels *b = BACKENDS[i].get();
         if (!b) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' is not available: %s", name, BACKENDS[i].why_missing);
+        if (b->dev_alloc) {
+            /* device backend: complete on its own (ref would touch device
+             * pointers from the host), and the device must answer */
+            long hole = first_null_entry(b);
+            if (hole >= 0)
+                return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
+                                  "backend '%s': op table entry #%ld is not implemented for the device", name, hole);
+            GPT2C_TRY(b->device_init());
+            *out = b;
+            return GPT2C_OK;
+        }
         if (!ready[i]) {
             if (strcmp(name, "cpu") == 0) {
                 gpt2c_kernels cpu = *b;

@@ -22,6 +22,15 @@
 
 enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_range */
 
+struct gpt2c_profiler;
+
+/* A device's peak rates (0 where unknown), for MFU and the roofline. */
+typedef struct gpt2c_device_peaks {
+    char name[96];                                  /* e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" */
+    double fp32_flops, tf32_flops, bf16_flops;      /* dense FLOP/s at the max clock */
+    double mem_bytes_per_s;                         /* DRAM bandwidth */
+} gpt2c_device_peaks;
+
 typedef struct gpt2c_kernels {
     const char *name; /* "ref", "cpu", "blas", "cuda" */
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
@@ -120,7 +129,40 @@ typedef struct gpt2c_kernels {
     void (*attention_kv_range)(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 
-    /* ---- [cuda] device-specific entries go here ---- */
+    /* ---- [cuda] device-specific entries go here ----
+     * A backend whose tensors live in device memory fills these (and EVERY
+     * other entry: gpt2c_kernels_get never fills a device backend from ref,
+     * whose host loops would dereference device pointers; it refuses a device
+     * table with a NULL entry instead).  Host backends leave them NULL: the
+     * model then allocates with gpt2c_alloc and copies with memcpy.
+     * Pointers passed to every op above are device pointers for such a
+     * backend (int32 tokens/targets included); host scalars stay host. */
+
+    /* Probes the device and creates the backend's context (stream, BLAS
+     * handles).  Called by gpt2c_kernels_get at selection; fails with a
+     * one-line reason (e.g. no device). */
+    gpt2c_status (*device_init)(void);
+    /* zero-filled device memory; NULL with gpt2c_fail set (naming `what`) on failure */
+    void *(*dev_alloc)(size_t bytes, const char *what);
+    void (*dev_free)(void *p);
+    /* Copies ordered after all queued work; d2h returns once the data is on the host. */
+    gpt2c_status (*memcpy_h2d)(void *dst_dev, const void *src_host, size_t bytes);
+    gpt2c_status (*memcpy_d2h)(void *dst_host, const void *src_dev, size_t bytes);
+    /* The first asynchronous error since the last call (ops return void, so a
+     * failed launch is remembered and reported here).  Does not wait. */
+    gpt2c_status (*device_check)(void);
+    /* GPU time in the profiler's scopes.  attach installs the profiler's
+     * on_begin/on_end hooks (refused if another extension holds them): each
+     * scope records a CUDA event pair and an NVTX range.  resolve waits for
+     * the GPU and rewrites each resolved scope's t0_ns/t1_ns as GPU times on
+     * the host clock's axis, so every report shows GPU time; call it before
+     * reading or resetting the events (once per step is right).  detach
+     * removes the hooks and frees the events. */
+    gpt2c_status (*prof_attach)(struct gpt2c_profiler *p);
+    gpt2c_status (*prof_resolve)(struct gpt2c_profiler *p);
+    void (*prof_detach)(struct gpt2c_profiler *p);
+    /* The device's peak rates (after device_init). */
+    gpt2c_status (*device_peaks)(gpt2c_device_peaks *out);
 } gpt2c_kernels;
 
 /* The ref backend (plain scalar C, the oracle) */
@@ -131,11 +173,18 @@ const gpt2c_kernels *gpt2c_kernels_ref(void);
  * fail with a message saying why. */
 gpt2c_status gpt2c_kernels_get(const char *name, const gpt2c_kernels **out);
 
+/* Index (counting from encoder_forward) of the first NULL entry of a table,
+ * -1 if complete.  A device backend must be complete (see [cuda] above). */
+long gpt2c_kernels_first_null(const gpt2c_kernels *k);
+
 /* Names of the backends compiled into this build, comma-separated. */
 const char *gpt2c_kernels_available(void);
 
 /* Backend registration hooks (each backend file defines its own, NULL if not built). */
 const gpt2c_kernels *gpt2c_kernels_cpu(void);
+/* The raw cuda table (src/kernels/cuda/), NULL when built without CUDA; does
+ * not touch the device (gpt2c_kernels_get("cuda") probes it). */
+const gpt2c_kernels *gpt2c_kernels_cuda(void);
 /* Fills the cpu backend's [inference] entries (src/kernels/cpu/cpu_infer.c). */
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k);
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
+#include "model/memspace.h"
 
 /* Carves consecutive 64-byte-aligned pieces out of a slab (first pass with
  * base NULL only counts). */
@@ -46,12 +47,13 @@ static void carve_forward(carver *cv, gpt2c_acts *a, const gpt2c_config *c, size
 gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int T) {
     gpt2c_acts *a = calloc(1, sizeof *a);
     if (!a) return gpt2c_fail(GPT2C_ERR_NOMEM, "activations: out of memory");
+    a->mem_k = m->k;
     a->N = (size_t)B * T;
     a->state_floats = m->k->attention_state_floats(B, T, m->cfg.num_heads);
     carver cv = {NULL, 0};
     carve_forward(&cv, a, &m->cfg, a->N, a->state_floats);
     a->floats = cv.used;
-    a->mem = gpt2c_alloc(a->floats * sizeof(float), "activations");
+    a->mem = gpt2c_mem_alloc(m->k, a->floats * sizeof(float), "activations");
     if (!a->mem) {
         free(a);
         return GPT2C_ERR_NOMEM;
@@ -59,6 +61,16 @@ gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int 
     cv.base = a->mem;
     cv.used = 0;
     carve_forward(&cv, a, &m->cfg, a->N, a->state_floats);
+    if (gpt2c_mem_is_device(m->k)) {
+        a->losses_host = gpt2c_alloc(a->N * sizeof(float), "losses (host mirror)");
+        if (!a->losses_host) {
+            gpt2c_acts_free(a);
+            return GPT2C_ERR_NOMEM;
+        }
+    } else {
+        a->losses_host = a->losses;
+        a->logits_host = a->logits;
+    }
     *out = a;
     return GPT2C_OK;
 }
@@ -76,7 +88,7 @@ gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m) {
         a->att_scratch = carve(&cv, scratch);
         if (pass == 0) {
             a->bfloats = cv.used;
-            a->bmem = gpt2c_alloc(a->bfloats * sizeof(float), "backward buffers");
+            a->bmem = gpt2c_mem_alloc(a->mem_k, a->bfloats * sizeof(float), "backward buffers");
             if (!a->bmem) return GPT2C_ERR_NOMEM;
         }
     }
@@ -85,7 +97,11 @@ gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m) {
 
 void gpt2c_acts_free(gpt2c_acts *a) {
     if (!a) return;
-    gpt2c_free(a->mem);
-    gpt2c_free(a->bmem);
+    gpt2c_mem_free(a->mem_k, a->mem);
+    gpt2c_mem_free(a->mem_k, a->bmem);
+    if (gpt2c_mem_is_device(a->mem_k)) {
+        gpt2c_free(a->losses_host);
+        gpt2c_free(a->logits_host);
+    }
     free(a);
 }

@@ -11,6 +11,7 @@
 #include "gpt2c/model.h"
 
 struct gpt2c_acts {
+    const struct gpt2c_kernels *mem_k; /* the backend whose memory holds the slabs */
     float *mem;
     size_t floats;
     size_t N;           /* planned B*T: the stride of per-layer tensors */
@@ -28,7 +29,10 @@ struct gpt2c_acts {
     float *logits;                     /* (N,Vp): logits, then probs, then dlogits in place */
     float *losses;                     /* (N) */
     float *proj;                       /* (N,C) scratch: attproj / fcproj outputs */
-    int32_t *tokens, *targets;         /* (N) copies of the batch for backward */
+    int32_t *tokens, *targets;         /* (N) copies of the batch, in backend memory */
+    /* host views: the same pointers on host backends; on a device backend,
+     * host mirrors filled by forward (logits_host allocated on first need) */
+    float *losses_host, *logits_host;
 
     /* backward slab */
     float *bmem;

@@ -72,5 +72,5 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_bwd(N, C),
        k->encoder_backward(g[GPT2C_P_WTE], g[GPT2C_P_WPE], a->dres, a->tokens, B, T, C));
     m->have_targets = 0; /* the logits buffer now holds gradients */
-    return GPT2C_OK;
+    return k->device_check ? k->device_check() : GPT2C_OK;
 }

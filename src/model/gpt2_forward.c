@@ -6,6 +6,7 @@
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
+#include "model/memspace.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 
@@ -42,11 +43,12 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
     const gpt2c_kernels *k = m->k;
     float *const *p = m->params.t;
     const size_t sN = a->N, S = a->state_floats; /* planned strides */
-    memcpy(a->tokens, tokens, sizeof(int32_t) * N);
-    if (targets) memcpy(a->targets, targets, sizeof(int32_t) * N);
+    /* the ops read the batch from the backend's memory (one small upload on a device) */
+    GPT2C_TRY(gpt2c_mem_upload(k, a->tokens, tokens, sizeof(int32_t) * N));
+    if (targets) GPT2C_TRY(gpt2c_mem_upload(k, a->targets, targets, sizeof(int32_t) * N));
 
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_fwd(N, C),
-       k->encoder_forward(a->encoded, tokens, p[GPT2C_P_WTE], p[GPT2C_P_WPE], B, T, C));
+       k->encoder_forward(a->encoded, a->tokens, p[GPT2C_P_WTE], p[GPT2C_P_WPE], B, T, C));
     OP(GPT2C_OP_LAYERNORM, 0, cost_layernorm_fwd(N, C),
        k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], N, C));
 
@@ -84,16 +86,29 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
     OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(N, C, Vp),
        k->matmul_forward(a->logits, a->lnf, p[GPT2C_P_WTE], NULL, N, C, Vp));
 
-    m->have_targets = targets != NULL;
-    if (!targets) return GPT2C_OK;
+    m->have_targets = 0;
+    if (!targets) {
+        if (gpt2c_mem_is_device(k)) { /* logits back to the host, for samplers */
+            if (!a->logits_host) a->logits_host = gpt2c_alloc(a->N * Vp * sizeof(float), "logits (host mirror)");
+            if (!a->logits_host) return GPT2C_ERR_NOMEM;
+            GPT2C_TRY(gpt2c_mem_download(k, a->logits_host, a->logits, (size_t)N * Vp * sizeof(float)));
+            GPT2C_TRY(k->device_check());
+        }
+        return GPT2C_OK;
+    }
     OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_fwd(N, V, Vp),
-       k->softmax_xent_forward(a->losses, a->logits, targets, N, V, Vp));
+       k->softmax_xent_forward(a->losses, a->logits, a->targets, N, V, Vp));
+    if (gpt2c_mem_is_device(k)) { /* N floats back: the one sync of a forward */
+        GPT2C_TRY(gpt2c_mem_download(k, a->losses_host, a->losses, sizeof(float) * N));
+        GPT2C_TRY(k->device_check());
+    }
+    m->have_targets = 1;
     double sum = 0; /* fixed order: the mean does not depend on threads */
-    for (int i = 0; i < N; i++) sum += a->losses[i];
+    for (int i = 0; i < N; i++) sum += a->losses_host[i];
     m->mean_loss = (float)(sum / N);
     if (loss) *loss = m->mean_loss;
     return GPT2C_OK;
 }
 
-const float *gpt2c_model_logits(const gpt2c_model *m) { return m->acts ? m->acts->logits : NULL; }
-const float *gpt2c_model_losses(const gpt2c_model *m) { return m->acts ? m->acts->losses : NULL; }
+const float *gpt2c_model_logits(const gpt2c_model *m) { return m->acts ? m->acts->logits_host : NULL; }
+const float *gpt2c_model_losses(const gpt2c_model *m) { return m->acts ? m->acts->losses_host : NULL; }

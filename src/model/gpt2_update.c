@@ -15,6 +15,7 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
      * so the whole slab's sum of squares is the norm of the real gradient. */
     double ss = 0;
     OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+    if (k->device_check) GPT2C_TRY(k->device_check()); /* a device failure is not a divergence */
     float norm = (float)sqrt(ss);
     if (norm_out) *norm_out = norm;
     if (!isfinite(norm)) return gpt2c_fail(GPT2C_ERR_RANGE, "update: gradient norm is %f (diverged)", norm);
@@ -33,5 +34,5 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
            k->adamw(m->params_mem + off, m->grads_mem + off, m->m_mem + off, m->v_mem + off, n, lr, o->beta1, o->beta2,
                     o->eps, wd, scale, m->opt_step));
     }
-    return GPT2C_OK;
+    return k->device_check ? k->device_check() : GPT2C_OK;
 }

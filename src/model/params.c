@@ -7,6 +7,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
+#include "model/memspace.h"
 
 typedef struct {
     const char *name, *hf_name;
@@ -112,7 +113,7 @@ gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
 
 gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
     if (m->grads_mem) return GPT2C_OK;
-    m->grads_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "gradients");
+    m->grads_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "gradients");
     if (!m->grads_mem) return GPT2C_ERR_NOMEM;
     point(m, m->grads_mem, &m->grads);
     return GPT2C_OK;
@@ -120,11 +121,11 @@ gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
 
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
     if (m->m_mem) return GPT2C_OK;
-    m->m_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "AdamW first moments");
-    m->v_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "AdamW second moments");
+    m->m_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW first moments");
+    m->v_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW second moments");
     if (!m->m_mem || !m->v_mem) {
-        gpt2c_free(m->m_mem);
-        gpt2c_free(m->v_mem);
+        gpt2c_mem_free(m->k, m->m_mem);
+        gpt2c_mem_free(m->k, m->v_mem);
         m->m_mem = m->v_mem = NULL;
         return GPT2C_ERR_NOMEM;
     }
@@ -134,16 +135,56 @@ gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
 void gpt2c_model_free(gpt2c_model *m) {
     if (!m) return;
     gpt2c_acts_free(m->acts);
-    gpt2c_free(m->params_mem);
-    gpt2c_free(m->grads_mem);
-    gpt2c_free(m->m_mem);
-    gpt2c_free(m->v_mem);
+    if (m->k) { /* NULL only when create failed before selecting kernels */
+        gpt2c_mem_free(m->k, m->params_mem);
+        gpt2c_mem_free(m->k, m->grads_mem);
+        gpt2c_mem_free(m->k, m->m_mem);
+        gpt2c_mem_free(m->k, m->v_mem);
+    } else {
+        gpt2c_free(m->params_mem);
+    }
+    gpt2c_free(m->params_host);
     free(m);
 }
 
 gpt2c_status gpt2c_model_set_backend(gpt2c_model *m, const char *backend) {
     const gpt2c_kernels *k;
     GPT2C_TRY(gpt2c_kernels_get(backend, &k));
+    return gpt2c_model_use_kernels(m, k);
+}
+
+/* Moves params, grads and moments from m->k's memory into k's.  Each move is
+ * all-or-nothing per slab; a failure part-way leaves slabs in two memories,
+ * so the model is then unusable (the caller should free it). */
+static gpt2c_status move_slabs(gpt2c_model *m, const gpt2c_kernels *k) {
+    const size_t bytes = m->slab_floats * sizeof(float);
+    GPT2C_TRY(gpt2c_mem_move(m->k, k, (void **)&m->params_mem, bytes, "parameters"));
+    GPT2C_TRY(gpt2c_mem_move(m->k, k, (void **)&m->grads_mem, bytes, "gradients"));
+    GPT2C_TRY(gpt2c_mem_move(m->k, k, (void **)&m->m_mem, bytes, "AdamW first moments"));
+    GPT2C_TRY(gpt2c_mem_move(m->k, k, (void **)&m->v_mem, bytes, "AdamW second moments"));
+    point(m, m->params_mem, &m->params);
+    if (m->grads_mem) point(m, m->grads_mem, &m->grads);
+    if (gpt2c_mem_is_device(k) && !m->params_host) {
+        m->params_host = gpt2c_alloc(bytes, "parameters (host mirror)");
+        if (!m->params_host) return GPT2C_ERR_NOMEM;
+    } else if (!gpt2c_mem_is_device(k)) {
+        gpt2c_free(m->params_host);
+        m->params_host = NULL;
+    }
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const gpt2c_kernels *k) {
+    if (k->dev_alloc != m->k->dev_alloc) {
+        /* another memory: activations are dropped and re-planned there */
+        int B = m->B, T = m->T, had = m->acts != NULL;
+        gpt2c_acts_free(m->acts);
+        m->acts = NULL;
+        m->have_targets = 0;
+        GPT2C_TRY(move_slabs(m, k));
+        m->k = k;
+        return had ? gpt2c_model_prepare(m, B, T) : GPT2C_OK;
+    }
     if (m->acts && k->attention_state_floats != m->k->attention_state_floats) {
         /* the per-layer attention state is backend-specific: re-plan */
         gpt2c_acts_free(m->acts);
@@ -170,11 +211,46 @@ static void fill_normal(float *x, size_t n, float std, uint64_t seed, int tensor
     }
 }
 
+gpt2c_status gpt2c_model_params_host(const gpt2c_model *m, float **host) {
+    if (!m->params_host) {
+        *host = m->params_mem;
+        return GPT2C_OK;
+    }
+    GPT2C_TRY(gpt2c_mem_download(m->k, m->params_host, m->params_mem, m->slab_floats * sizeof(float)));
+    *host = m->params_host;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_model_slab_to_host(const gpt2c_model *m, const float *slab, const float **host) {
+    *host = slab;
+    if (!slab || !gpt2c_mem_is_device(m->k)) return GPT2C_OK;
+    const size_t bytes = m->slab_floats * sizeof(float);
+    float *h = gpt2c_alloc(bytes, "host copy of a device slab");
+    if (!h) return GPT2C_ERR_NOMEM;
+    gpt2c_status st = gpt2c_mem_download(m->k, h, slab, bytes);
+    if (st != GPT2C_OK) {
+        gpt2c_free(h);
+        return st;
+    }
+    *host = h;
+    return GPT2C_OK;
+}
+
+void gpt2c_model_slab_host_free(const float *slab, const float *host) {
+    if (host && host != slab) gpt2c_free((void *)host);
+}
+
+gpt2c_status gpt2c_model_params_upload(gpt2c_model *m) {
+    if (!m->params_host) return GPT2C_OK;
+    return gpt2c_mem_upload(m->k, m->params_mem, m->params_host, m->slab_floats * sizeof(float));
+}
+
 void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
     const gpt2c_config *c = &m->cfg;
     const float std = 0.02f, resid_std = 0.02f / sqrtf(2.0f * c->num_layers);
+    float *host = m->params_host ? m->params_host : m->params_mem;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
-        float *p = m->params.t[id];
+        float *p = host + m->info[id].offset;
         size_t n = m->info[id].numel;
         switch (id) {
         case GPT2C_P_WTE:
@@ -195,4 +271,6 @@ void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
         default: memset(p, 0, n * sizeof(float)); break; /* biases */
         }
     }
+    /* device backend: send the host mirror (an error latches until the next device_check) */
+    if (m->params_host) (void)gpt2c_model_params_upload(m);
 }

@@ -137,8 +137,8 @@ static gpt2c_status load_vocab_json(gpt2c_tokenizer *t, const char *path) {
             goto done;
         }
         if (t->off[id] != UINT32_MAX) {
-            st = gpt2c_fail(GPT2C_ERR_FORMAT, "%s: id %lld is used twice (\"%.40s\" and \"%.40s\")", path,
-                            (long long)id, t->blob + t->off[id], key);
+            st = gpt2c_fail(GPT2C_ERR_FORMAT, "%s: id %lld is used twice (again by \"%.40s\")", path, (long long)id,
+                            key);
             goto done;
         }
         size_t klen = strlen(key);

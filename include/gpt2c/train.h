@@ -1,0 +1,54 @@
+/* The training loop: schedule, gradient accumulation, clipping, AdamW,
+ * periodic validation.  It prints nothing: progress goes to a callback and
+ * checkpoints to a hook, both supplied by the caller.
+ *
+ * Step semantics are llm.c's: at each step with step % eval_every == 0 the
+ * validation loss is computed BEFORE that step's update (and once more after
+ * the last step); the train loss reported for step i is the loss of the
+ * batch(es) seen at step i, before update i. */
+#ifndef GPT2C_TRAIN_H
+#define GPT2C_TRAIN_H
+
+#include "gpt2c/data.h"
+#include "gpt2c/model.h"
+
+typedef enum { GPT2C_SCHED_CONSTANT, GPT2C_SCHED_COSINE } gpt2c_schedule;
+
+typedef struct gpt2c_train_event {
+    int step, steps; /* 0-based step index, total */
+    int is_eval;
+    float loss, lr, norm; /* train step */
+    float val_loss;       /* eval */
+    double ms, tok_s;     /* train step wall time (data + fwd + bwd + update) */
+} gpt2c_train_event;
+
+typedef struct gpt2c_train_cfg {
+    int B, T, steps, accum;
+    float lr;
+    gpt2c_schedule schedule;
+    int warmup;
+    float min_lr_frac;
+    gpt2c_adamw_cfg adamw;
+    int eval_every, eval_batches; /* eval_every 0 = never */
+    int save_every;               /* call on_checkpoint every N steps (0 = only at the end) */
+    void (*on_event)(const gpt2c_train_event *ev, void *user);
+    /* called with the number of completed steps; a failure stops training */
+    gpt2c_status (*on_checkpoint)(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user);
+    void (*on_step_end)(gpt2c_model *m, int step, void *user); /* e.g. the profiler's per-step hook */
+    void *user;
+} gpt2c_train_cfg;
+
+/* Learning rate at 0-based step: linear warmup over `warmup` steps, then
+ * constant or cosine decay to lr * min_lr_frac at the last step. */
+float gpt2c_lr_at(const gpt2c_train_cfg *cfg, int step);
+
+/* Trains from step `start_step` (0, or the steps a resumed checkpoint had
+ * done) to cfg->steps.  val may be NULL. */
+gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataloader *val, const gpt2c_train_cfg *cfg,
+                         int start_step);
+
+/* Mean loss over `nbatches` batches from the start of dl (0 = one full
+ * sequential pass over all shards). */
+gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, float *mean_loss, int *batches_done);
+
+#endif

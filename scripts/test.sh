@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it:
+#   1. warnings-as-errors build + ctest
+#   2. AddressSanitizer + UBSan build + ctest
+#   3. short bounded libFuzzer runs of the parsers (clang)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+JOBS=$(nproc)
+CUDA=${GPT2C_CUDA:-AUTO}
+
+echo "== build (-Werror) =="
+cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=Release -DGPT2C_WERROR=ON -DGPT2C_CUDA="$CUDA" >/dev/null
+cmake --build build-ci -j "$JOBS"
+(cd build-ci && ctest --output-on-failure -j "$JOBS")
+
+echo "== build (AddressSanitizer + UBSan) =="
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPT2C_WERROR=ON -DGPT2C_SANITIZE=ON -DGPT2C_CUDA=OFF >/dev/null
+cmake --build build-asan -j "$JOBS"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS")
+
+if [ -f fuzz/run.sh ]; then
+  echo "== fuzz (bounded) =="
+  bash fuzz/run.sh "${GPT2C_FUZZ_SECONDS:-20}"
+fi
+echo "all test stages passed"

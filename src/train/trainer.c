@@ -1,0 +1,93 @@
+#include "gpt2c/train.h"
+
+#include <math.h>
+
+#include "gpt2c/core.h"
+
+float gpt2c_lr_at(const gpt2c_train_cfg *c, int step) {
+    if (c->warmup > 0 && step < c->warmup) return c->lr * (float)(step + 1) / (float)c->warmup;
+    if (c->schedule == GPT2C_SCHED_CONSTANT) return c->lr;
+    const float min_lr = c->lr * c->min_lr_frac;
+    const int span = c->steps - c->warmup - 1;
+    const double ratio = span > 0 ? (double)(step - c->warmup) / span : 1.0;
+    const double coeff = 0.5 * (1.0 + cos(M_PI * (ratio > 1.0 ? 1.0 : ratio)));
+    return (float)(min_lr + coeff * (c->lr - min_lr));
+}
+
+static void set_phase(gpt2c_model *m, gpt2c_phase ph) {
+    if (m->prof) m->prof->phase = ph;
+}
+
+static gpt2c_status next_batch(gpt2c_model *m, gpt2c_dataloader *dl) {
+    gpt2c_status st = GPT2C_OK;
+    GPT2C_PROF_OP(m->prof, GPT2C_OP_DATA_LOAD, -1, 0, 8.0 * dl->B * dl->T, st = gpt2c_dataloader_next(dl));
+    return st;
+}
+
+gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, float *mean_loss, int *batches_done) {
+    GPT2C_TRY(gpt2c_dataloader_reset(dl));
+    if (nbatches <= 0) { /* one sequential pass: each shard gives floor((n-1)/(B*T)) batches */
+        nbatches = 0;
+        for (int i = 0; i < dl->nfiles; i++) nbatches += (int)((dl->file_tokens[i] - 1) / ((size_t)dl->B * dl->T));
+    }
+    double sum = 0;
+    for (int i = 0; i < nbatches; i++) {
+        float loss;
+        set_phase(m, GPT2C_PHASE_DATA);
+        GPT2C_TRY(next_batch(m, dl));
+        set_phase(m, GPT2C_PHASE_EVAL);
+        GPT2C_TRY(gpt2c_model_forward(m, dl->inputs, dl->targets, dl->B, dl->T, &loss));
+        sum += loss;
+    }
+    *mean_loss = (float)(sum / nbatches);
+    if (batches_done) *batches_done = nbatches;
+    return GPT2C_OK;
+}
+
+static gpt2c_status eval_event(gpt2c_model *m, gpt2c_dataloader *val, const gpt2c_train_cfg *c, int step) {
+    gpt2c_train_event ev = {.step = step, .steps = c->steps, .is_eval = 1};
+    GPT2C_TRY(gpt2c_evaluate(m, val, c->eval_batches, &ev.val_loss, NULL));
+    if (c->on_event) c->on_event(&ev, c->user);
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataloader *val, const gpt2c_train_cfg *c,
+                         int start_step) {
+    if (c->accum <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "--accum: must be >= 1");
+    GPT2C_TRY(gpt2c_model_prepare(m, c->B, c->T));
+    GPT2C_TRY(gpt2c_model_alloc_grads(m));
+    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    const int do_eval = val && c->eval_every > 0;
+    for (int step = start_step; step < c->steps; step++) {
+        if (m->prof) m->prof->step = step;
+        if (do_eval && step % c->eval_every == 0) GPT2C_TRY(eval_event(m, val, c, step));
+
+        uint64_t t0 = gpt2c_now_ns();
+        set_phase(m, GPT2C_PHASE_OPTIMIZER);
+        gpt2c_model_zero_grad(m);
+        double loss_sum = 0;
+        for (int micro = 0; micro < c->accum; micro++) {
+            float loss;
+            set_phase(m, GPT2C_PHASE_DATA);
+            GPT2C_TRY(next_batch(m, train));
+            set_phase(m, GPT2C_PHASE_FORWARD);
+            GPT2C_TRY(gpt2c_model_forward(m, train->inputs, train->targets, c->B, c->T, &loss));
+            set_phase(m, GPT2C_PHASE_BACKWARD);
+            GPT2C_TRY(gpt2c_model_backward(m, 1.0f / c->accum));
+            loss_sum += loss;
+        }
+        gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
+        set_phase(m, GPT2C_PHASE_OPTIMIZER);
+        GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
+        ev.ms = (gpt2c_now_ns() - t0) / 1e6;
+        ev.loss = (float)(loss_sum / c->accum);
+        ev.tok_s = (double)c->B * c->T * c->accum / (ev.ms / 1e3);
+        if (c->on_step_end) c->on_step_end(m, step, c->user);
+        if (c->on_event) c->on_event(&ev, c->user);
+        if (c->on_checkpoint && c->save_every > 0 && (step + 1) % c->save_every == 0 && step + 1 < c->steps)
+            GPT2C_TRY(c->on_checkpoint(m, step + 1, train, c->user));
+    }
+    if (do_eval) GPT2C_TRY(eval_event(m, val, c, c->steps));
+    if (c->on_checkpoint) GPT2C_TRY(c->on_checkpoint(m, c->steps, train, c->user));
+    return GPT2C_OK;
+}
