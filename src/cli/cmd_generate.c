@@ -141,6 +141,11 @@ int cmd_generate(int argc, char **argv) {
     stream_ctx sc = {tok, batch, -1, NULL, NULL};
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) goto fail;
     const int V = m->cfg.vocab_size, ctx = m->cfg.max_seq_len;
+    if (tok && !vocab && prompt_ids && gpt2c_tokenizer_vocab_size(tok) > V) {
+        gpt2c_tokenizer_free(tok); /* the default vocabulary does not fit this model: ids out */
+        tok = NULL;
+        sc.tok = NULL;
+    }
     if (tok && gpt2c_tokenizer_vocab_size(tok) > V) {
         rc = cli_error(CMD, "--vocab: the tokenizer has %d ids but the model only %d", gpt2c_tokenizer_vocab_size(tok), V);
         goto done;
