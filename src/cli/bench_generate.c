@@ -86,20 +86,20 @@ int bench_generate(int argc, char **argv) {
         const double prefill = median(pf, runs), decode = median(dc, runs);
         const double wbytes = 4.0 * (double)m->num_params; /* fp32 weights streamed per decode step */
         const double step_s = batch / decode;
-        const double rss_mb = gpt2c_peak_rss_bytes() / 1048576.0, state_mb = gpt2c_infer_bytes(s) / 1048576.0;
+        const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
             printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"prompt_len\":%d,\"tokens\":%d,\"batch\":%d,"
                    "\"runs\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
                    model, backend, nthreads, P, N, batch, runs, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
-                   wbytes / 1048576.0, state_mb, rss_mb);
+                   wbytes / 1e6, state_mb, rss_mb);
         } else {
             printf("model %s (%zu params, %.0f MB fp32), backend %s, %d threads, batch %d\n", model, m->num_params,
                    wbytes / 1e6, backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,
                    wbytes / step_s / 1e9);
-            printf("memory   KV cache + buffers %.1f MB, peak RSS %.1f MB\n", state_mb, rss_mb);
+            printf("memory   weights %.1f MB, KV cache + buffers %.1f MB, peak RSS %.1f MB\n", wbytes / 1e6, state_mb, rss_mb);
         }
     }
     free(prompt);

@@ -31,7 +31,7 @@ static inline void cpu_relax(void) {
  * a preempted peer can finish its chunk. */
 static void wait_done(gpt2c_stage_ctr *c, int n) {
     for (unsigned spin = 0; atomic_load_explicit(&c->done, memory_order_acquire) < n; spin++)
-        if (spin < 4096)
+        if (spin < 512)
             cpu_relax();
         else
             sched_yield();
