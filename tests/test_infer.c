@@ -226,6 +226,33 @@ static void check_bad_input(void) {
     gpt2c_model_free(m);
 }
 
+/* with a profiler attached the pass runs on one thread, one scope per stage; same logits */
+static void check_profiled(void) {
+    gpt2c_model *m = tiny("cpu", 48, 4, 2);
+    CHECK(m != NULL);
+    if (!m) return;
+    gpt2c_infer *s = NULL;
+    CHECK_OK(gpt2c_infer_create(m, 1, 0, 0, &s));
+    if (!s) return;
+    const int Vp = m->cfg.padded_vocab_size;
+    int32_t tok[6] = {5, 6, 7, 8, 9, 10};
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, 6, NULL));
+    float *plain = malloc(sizeof(float) * Vp);
+    memcpy(plain, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+    gpt2c_profiler prof;
+    CHECK_OK(gpt2c_profiler_init(&prof, 4096));
+    m->prof = &prof;
+    gpt2c_infer_reset(s, -1);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, 6, NULL));
+    CHECK(prof.n == (size_t)(2 + 8 * m->cfg.num_layers));
+    CHECK(memcmp(plain, gpt2c_infer_logits(s, 0), sizeof(float) * Vp) == 0); /* thread count does not matter */
+    m->prof = NULL;
+    gpt2c_profiler_free(&prof);
+    free(plain);
+    gpt2c_infer_free(s);
+    gpt2c_model_free(m);
+}
+
 int main(void) {
     check_cache_equals_full("ref", 1e-5, 48, 4, 2);
     check_cache_equals_full("cpu", 1e-4, 48, 4, 2);
@@ -234,5 +261,6 @@ int main(void) {
     check_matmul_kernels();
     check_sampling();
     check_bad_input();
+    check_profiled();
     return tu_finish("test_infer");
 }
