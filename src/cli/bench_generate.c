@@ -69,7 +69,7 @@ int bench_generate(int argc, char **argv) {
         st = gpt2c_infer_prefill(s, 0, prompt, P, NULL);
         for (int b = 1; b < batch && st == GPT2C_OK; b++) st = gpt2c_infer_copy_seq(s, b, 0);
         uint64_t t1 = gpt2c_now_ns();
-        const int steps = run < 0 ? 2 : N;
+        const int steps = run < 0 && N > 2 ? 2 : N; /* the warm-up takes a few steps only */
         for (int i = 0; i < steps && st == GPT2C_OK; i++) {
             for (int b = 0; b < batch; b++) ids[b] = argmax(gpt2c_infer_logits(s, b), c->vocab_size);
             st = gpt2c_infer_decode(s, ids);
