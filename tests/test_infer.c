@@ -170,6 +170,26 @@ static void check_sampling(void) {
     CHECK_OK(gpt2c_sampler_create(&sp, V, 1, &g));
     for (int i = 0; i < 10; i++) CHECK(g && gpt2c_sampler_next(g, 0, logits) == best);
     gpt2c_sampler_free(g);
+    /* the draws follow softmax(logits / T): p = 1/7, 2/7, 4/7 at T = 1; at T = 2, 1/(1+sqrt2+2), ... */
+    {
+        const float l4[3] = {0.0f, logf(2.0f), logf(4.0f)};
+        for (int ti = 0; ti < 2; ti++) {
+            gpt2c_sampling u = gpt2c_sampling_default();
+            u.temperature = ti ? 2.0f : 1.0f;
+            gpt2c_sampler *su = NULL;
+            CHECK_OK(gpt2c_sampler_create(&u, 3, 1, &su));
+            if (!su) break;
+            int cnt[3] = {0, 0, 0};
+            const int draws = 30000;
+            for (int i = 0; i < draws; i++) cnt[gpt2c_sampler_next(su, 0, l4)]++;
+            const double r = ti ? sqrt(2.0) : 2.0, z = 1 + r + r * r;
+            const double want[3] = {1 / z, r / z, r * r / z};
+            for (int j = 0; j < 3; j++)
+                CHECK_MSG(fabs((double)cnt[j] / draws - want[j]) < 0.015, "T=%g id %d: frequency %.4f, want %.4f",
+                          (double)u.temperature, j, (double)cnt[j] / draws, want[j]);
+            gpt2c_sampler_free(su);
+        }
+    }
     /* invalid values */
     gpt2c_sampling bad = gpt2c_sampling_default();
     bad.temperature = -1;

@@ -54,7 +54,7 @@ void gpt2c_sampler_free(gpt2c_sampler *s) {
     gpt2c_free(s);
 }
 
-static const float *g_prob; /* qsort has no context argument; sampling is single-threaded */
+static _Thread_local const float *g_prob; /* qsort has no context argument */
 /* descending probability, ties by ascending id: a total order, so the result is reproducible */
 static int by_prob_desc(const void *a, const void *b) {
     const int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
