@@ -68,6 +68,14 @@ done
 a=$(grep '"step":8,"val_loss"' "$W/full.jsonl"); b=$(grep '"step":8,"val_loss"' "$W/resumed.jsonl")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "final val loss identical after resume (and with 1 vs 2 threads)" || fail "final val loss: '$a' vs '$b'"
 
+# 2b. a profiled training run writes the profiler's outputs
+if $G train "${COMMON[@]}" --steps 3 --profile-out "$W/prof" 2>/dev/null && [ -s "$W/prof/trace.json" ] &&
+   [ -s "$W/prof/summary.json" ] && grep -q "<svg" "$W/prof/report.html"; then
+  pass "train --profile-out"
+else
+  fail "train --profile-out"
+fi
+
 # 3. eval
 if $G eval --model "$W/full.safetensors" --data "$VAL" --batch 2 --seq 16 >"$W/eval.out" 2>&1 && grep -q perplexity "$W/eval.out"; then
   pass "eval: $(cat "$W/eval.out")"

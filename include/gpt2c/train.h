@@ -34,7 +34,11 @@ typedef struct gpt2c_train_cfg {
     void (*on_event)(const gpt2c_train_event *ev, void *user);
     /* called with the number of completed steps; a failure stops training */
     gpt2c_status (*on_checkpoint)(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user);
-    void (*on_step_end)(gpt2c_model *m, int step, void *user); /* e.g. the profiler's per-step hook */
+    /* profiler hooks (may be NULL): a step begins (before its evaluation, if any), a phase
+     * begins (data, forward, backward, optimizer, eval), a step ends (after its update) */
+    void (*on_step_begin)(gpt2c_model *m, int step, void *user);
+    void (*on_phase)(gpt2c_model *m, gpt2c_phase phase, void *user);
+    void (*on_step_end)(gpt2c_model *m, int step, void *user);
     void *user;
 } gpt2c_train_cfg;
 

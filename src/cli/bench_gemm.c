@@ -1,8 +1,135 @@
+/* `gpt2c bench gemm`: the cpu backend's GEMM on the GPT-2 shapes, each of the
+ * three GEMMs of a linear layer (forward, dinp, dweight), against the blas
+ * backend's cblas_sgemm when built; GFLOP/s and % of the measured FMA peak. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "kernels/cpu/gemm.h"
+#ifdef GPT2C_HAVE_BLAS
+#include "kernels/blas/blas.h"
+#endif
+
+
+static int g_cpu_clock; /* --cpu-time: process CPU time instead of wall time */
+static double now_ms(void) {
+    if (!g_cpu_clock) return gpt2c_now_ns() * 1e-6;
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median and best ms of `reps` runs (after one warm-up) */
+static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
+                      int reps, double *med, double *best) {
+    double t[64];
+    for (int r = -1; r < reps; r++) {
+        const double t0 = now_ms();
+#ifdef GPT2C_HAVE_BLAS
+        if (blas)
+            blas_linear_gemm(op, C, A, B, N, IC, OC);
+        else
+#endif
+            cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
+        (void)blas;
+        if (r >= 0) t[r] = now_ms() - t0;
+    }
+    qsort(t, reps, sizeof(double), cmp_double);
+    *med = t[reps / 2];
+    *best = t[0];
+}
 
 int bench_gemm(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "bench_gemm: not implemented yet");
+    const char *isa = "auto";
+    int threads = 0, reps = 5, json = 0, no_blas = 0, keep_core = 0;
+    cli_intlist ns = {{256, 1024}, 2};
+    cli_opt opts[] = {
+        {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 0, 0},
+        {"--threads", CLI_INT, &threads, "threads (default: all cores)", 0, 1024},
+        {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
+        {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
+        {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
+        {"--keep-coretype", CLI_FLAG, &keep_core, "keep OpenBLAS's core type as the environment set it", 0, 0},
+        {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
+        {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+    };
+    int rc = cli_parse("bench gemm", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status("bench gemm");
+    int have_blas = 0;
+#ifdef GPT2C_HAVE_BLAS
+    have_blas = !no_blas;
+    if (have_blas && !keep_core) bench_blas_fix_coretype();
+#endif
+    const int nt = gpt2c_set_threads(threads);
+    const double peak = bench_peak_gflops(nt);
+    static const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
+    static const char *opname[3] = {"fwd", "dinp", "dweight"};
+    if (!json) {
+        printf("bench gemm: isa %s, %d threads, measured FMA peak %.1f GFLOP/s; %s; %s time\n",
+               gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, gpt2c_cpu_brand(), g_cpu_clock ? "CPU" : "wall");
+        if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());
+        printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s | %9s %8s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms", "GFLOP/s",
+               "best", "%peak", "blas_ms", "GFLOP/s", "%peak", "cpu/blas");
+    } else {
+        printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"results\":[", gpt2c_isa_name(gpt2c_cpu_isa()),
+               nt, peak);
+    }
+    int first = 1;
+    for (int ni = 0; ni < ns.n; ni++)
+        for (int s = 0; s < 5; s++) {
+            const int N = ns.items[ni], IC = shapes[s][0], OC = shapes[s][1];
+            float *X = gpt2c_alloc(sizeof(float) * N * IC, "X"), *W = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "W");
+            float *D = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "dout");
+            float *out = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "out"), *dX = gpt2c_alloc(sizeof(float) * N * IC, "dX");
+            float *dW = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "dW");
+            if (!X || !W || !D || !out || !dX || !dW) return cli_fail_status("bench gemm");
+            gpt2c_rng r;
+            gpt2c_rng_seed(&r, 7, 0);
+            for (size_t i = 0; i < (size_t)N * IC; i++) X[i] = gpt2c_rng_uniform(&r) - 0.5f;
+            for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = gpt2c_rng_uniform(&r) - 0.5f;
+            for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = gpt2c_rng_uniform(&r) - 0.5f;
+            const double gflop = 2.0 * N * IC * OC * 1e-9;
+            for (int op = 0; op < 3; op++) {
+                float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
+                const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
+                double cm, cb, bm = 0, bb = 0;
+                time_gemm(0, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &cm, &cb);
+                if (have_blas) time_gemm(1, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &bm, &bb);
+                const double cg = gflop / (cm * 1e-3), bg = have_blas ? gflop / (bm * 1e-3) : 0;
+                if (!json) {
+                    char b1[16] = "-", b2[16] = "-", b3[16] = "-", b4[16] = "-";
+                    if (have_blas) {
+                        snprintf(b1, sizeof b1, "%.2f", bm);
+                        snprintf(b2, sizeof b2, "%.1f", bg);
+                        snprintf(b3, sizeof b3, "%.1f", 100 * bg / peak);
+                        snprintf(b4, sizeof b4, "%.2f", cg / bg);
+                    }
+                    printf("  %5d %5d %6d %-8s | %9.2f %8.1f %8.1f %6.1f | %9s %8s %6s | %7s\n", N, IC, OC, opname[op], cm, cg,
+                           gflop / (cb * 1e-3), 100 * cg / peak, b1, b2, b3, b4);
+                } else {
+                    printf("%s{\"N\":%d,\"IC\":%d,\"OC\":%d,\"op\":\"%s\",\"cpu_median_ms\":%.4f,\"cpu_gflops\":%.2f,"
+                           "\"cpu_best_gflops\":%.2f,\"cpu_pct_peak\":%.1f",
+                           first ? "" : ",", N, IC, OC, opname[op], cm, cg, gflop / (cb * 1e-3), 100 * cg / peak);
+                    if (have_blas) printf(",\"blas_median_ms\":%.4f,\"blas_gflops\":%.2f", bm, bg);
+                    printf("}");
+                    first = 0;
+                }
+                fflush(stdout);
+            }
+            gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
+        }
+    if (json) printf("]}\n");
+    else printf("  (GFLOP/s from the median; 'best' from the fastest run; peak measured now, same isa and threads)\n");
+    return 0;
 }

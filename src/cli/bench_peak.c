@@ -1,8 +1,38 @@
+/* `gpt2c bench peak`: this machine's FMA peak per ISA and read bandwidth. */
+#include <stdio.h>
+
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "gpt2c/cpu.h"
+#include "gpt2c/peak.h"
 
 int bench_peak(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "bench_peak: not implemented yet");
+    int threads = 0, remeasure = 0, runs = 5, nocache = 0;
+    cli_opt opts[] = {
+        {"--threads", CLI_INT, &threads, "threads (0 = all cores)", 0, 1024},
+        {"--remeasure", CLI_FLAG, &remeasure, "ignore the cache and measure again", 0, 0},
+        {"--no-cache", CLI_FLAG, &nocache, "measure without reading or writing the cache", 0, 0},
+        {"--runs", CLI_INT, &runs, "runs per figure, median taken (with --no-cache)", 1, 32},
+    };
+    int rc = cli_parse("bench peak", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    gpt2c_peak p;
+    if ((nocache ? gpt2c_peak_measure(threads, runs, &p) : gpt2c_peak_get(threads, &p, remeasure)) != 0)
+        return cli_fail_status("bench peak");
+    printf("cpu        %s\nthreads    %d\n", p.cpu, p.threads);
+    for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
+        if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name((gpt2c_isa)i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
+        else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name((gpt2c_isa)i));
+    }
+    printf("read bw    %10.1f GB/s  (streaming sum, 128 MiB)\n", p.read_gbs);
+    printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.read_gbs, p.best_isa);
+    printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",
+           p.from_cache ? p.cache_path : (p.cache_path[0] ? ", cached" : ", not cached"), p.runs);
+    return 0;
+}
+
+double bench_peak_gflops(int threads) {
+    gpt2c_peak p;
+    if (gpt2c_peak_get(threads, &p, 0) != GPT2C_OK) return 0;
+    return p.fma_gflops[gpt2c_cpu_isa()];
 }

@@ -1,13 +1,221 @@
+/* `gpt2c bench train` / `gpt2c bench forward`: time training steps (forward +
+ * backward + AdamW) or forward passes of a randomly initialised model, for
+ * each backend and thread count; median / p10 / p90 ms, tok/s, GFLOP/s (the
+ * analytic FLOPs of costs.h), % of the measured FMA peak, speedup over 1 thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "gpt2c/model.h"
+#include "model/costs.h"
 
-int bench_train(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "bench_train: not implemented yet");
+/* If the blas backend is wanted and OpenBLAS runs a core type slower than
+ * this CPU allows (OPENBLAS_CORETYPE preset wrong, e.g. Haswell on an AVX-512
+ * machine), re-execute this command with the right OPENBLAS_CORETYPE: OpenBLAS
+ * reads it in its load-time constructor, so setting it now would be too late.
+ * Returns only when no re-exec is needed (or it failed). */
+void bench_blas_fix_coretype(void);
+void bench_blas_fix_coretype(void) {
+    const char *want = gpt2c_blas_better_coretype();
+    if (!want || getenv("GPT2C_BLAS_REEXEC")) return;
+    static char buf[1 << 16];
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *args[256];
+    int na = 0;
+    for (size_t i = 0; i < n && na < 255; i += strlen(buf + i) + 1) args[na++] = buf + i;
+    args[na] = NULL;
+    fprintf(stderr, "gpt2c bench: OpenBLAS runs the '%s' core; re-running with OPENBLAS_CORETYPE=%s (AVX-512 kernels)\n",
+            gpt2c_blas_describe(), want);
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("GPT2C_BLAS_REEXEC", "1", 1);
+    execv("/proc/self/exe", args);
+    fprintf(stderr, "gpt2c bench: re-exec failed; OpenBLAS keeps its core\n");
 }
-int bench_forward(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "bench_forward: not implemented yet");
+
+/* process CPU time (all threads), seconds: on a shared machine, CPU ms per
+ * step at 1 thread is the step time without the preemptions */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+/* nearest-rank percentile of a sorted array */
+static double pct(const double *v, int n, double p) {
+    int i = (int)(p * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* analytic FLOPs of one forward (and of forward+backward), as the profiler counts them */
+static void step_flops(const gpt2c_config *c, int B, int T, double *fwd, double *train) {
+    const double N = (double)B * T, C = c->channels, L = c->num_layers, NH = c->num_heads, Vp = c->padded_vocab_size;
+    const double S = 0; /* state bytes do not change FLOPs */
+    double f = 0, b = 0;
+    const double shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+    for (int s = 0; s < 4; s++) {
+        f += L * cost_matmul_fwd(N, shapes[s][0], shapes[s][1]).flops;
+        b += L * cost_matmul_bwd(N, shapes[s][0], shapes[s][1]).flops;
+    }
+    f += L * cost_attention_fwd(B, T, C, NH, S).flops + cost_matmul_fwd(N, C, Vp).flops;
+    b += L * cost_attention_bwd(B, T, C, NH, S).flops + cost_matmul_bwd(N, C, Vp).flops;
+    *fwd = f;
+    *train = f + b;
+}
+
+typedef struct {
+    const char *backend;
+    int threads;
+    double med, p10, p90, fwd, bwd, upd, peak, cpu_ms;
+} result;
+
+static int run_bench(const char *what, int forward_only, int argc, char **argv) {
+    const char *model = "gpt2", *backends = "cpu", *isa = "auto";
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, keep_core = 0;
+    cli_intlist threads = {{0}, 0};
+    cli_opt opts[] = {
+        {"--model", CLI_STR, &model, "model preset (gpt2, d12, gpt2-medium, ...)", 0, 0},
+        {"--batch", CLI_INT, &B, "batch size B", 1, 4096},
+        {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
+        {"--steps", CLI_INT, &steps, "timed steps per configuration", 1, 100000},
+        {"--warmup", CLI_INT, &warmup, "untimed steps first", 0, 1000},
+        {"--threads", CLI_INTLIST, &threads, "thread counts, e.g. 1,2 (default: all cores)", 0, 0},
+        {"--backend", CLI_STR, &backends, "backends, comma-separated: cpu,blas,ref", 0, 0},
+        {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
+        {"--keep-coretype", CLI_FLAG, &keep_core, "blas: keep OpenBLAS's core type as the environment set it", 0, 0},
+        {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+    };
+    int rc = cli_parse(what, argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status(what);
+    if (strstr(backends, "blas") && !keep_core) bench_blas_fix_coretype();
+    if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
+
+    gpt2c_config cfg;
+    if (gpt2c_config_preset(model, &cfg) != GPT2C_OK) return cli_fail_status(what);
+    gpt2c_model *m = NULL;
+    if (gpt2c_model_create(&cfg, &m) != GPT2C_OK) return cli_fail_status(what);
+    gpt2c_model_init_random(m, 1337);
+    const int N = B * T;
+    int32_t *tok = malloc(sizeof(int32_t) * (N + 1));
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 42, 0);
+    for (int i = 0; i <= N; i++) tok[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)cfg.vocab_size);
+    double ffw, ftrain;
+    step_flops(&cfg, B, T, &ffw, &ftrain);
+    const double flops = forward_only ? ffw : ftrain;
+    const gpt2c_adamw_cfg opt = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0};
+
+    result res[64];
+    int nres = 0;
+    double *ms = malloc(sizeof(double) * steps * 4);
+    char list[256];
+    snprintf(list, sizeof list, "%s", backends);
+    int status = 0;
+    if (!json)
+        printf("%s: %s B=%d T=%d, %.1f GFLOP/step, %d steps (+%d warmup), cpu isa %s, %s\n", what, model, B, T,
+               flops * 1e-9, steps, warmup, gpt2c_isa_name(gpt2c_cpu_isa()), gpt2c_cpu_brand());
+    for (char *save = NULL, *be = strtok_r(list, ",", &save); be && !status; be = strtok_r(NULL, ",", &save)) {
+        if (gpt2c_model_set_backend(m, be) != GPT2C_OK || gpt2c_model_prepare(m, B, T) != GPT2C_OK) {
+            status = cli_fail_status(what);
+            break;
+        }
+        if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
+        for (int ti = 0; ti < threads.n && nres < 64; ti++) {
+            const int nt = gpt2c_set_threads(threads.items[ti]);
+            double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
+            for (int s = -warmup; s < steps; s++) {
+                if (s == 0) cpu0 = cpu_seconds();
+                float loss, norm;
+                uint64_t t0 = gpt2c_now_ns();
+                if (gpt2c_model_forward(m, tok, tok + 1, B, T, &loss) != GPT2C_OK) status = 1;
+                uint64_t t1 = gpt2c_now_ns(), t2 = t1, t3 = t1;
+                if (!forward_only && !status) {
+                    gpt2c_model_zero_grad(m);
+                    if (gpt2c_model_backward(m, 1.0f) != GPT2C_OK) status = 1;
+                    t2 = gpt2c_now_ns();
+                    if (!status && gpt2c_model_update(m, &opt, 1e-4f, &norm) != GPT2C_OK) status = 1;
+                    t3 = gpt2c_now_ns();
+                }
+                if (status) break;
+                if (s >= 0) {
+                    ms[s] = (t3 - t0) * 1e-6;
+                    fw[s] = (t1 - t0) * 1e-6;
+                    bw[s] = (t2 - t1) * 1e-6;
+                    up[s] = (t3 - t2) * 1e-6;
+                }
+            }
+            if (status) {
+                status = cli_fail_status(what);
+                break;
+            }
+            const double cpu_ms = (cpu_seconds() - cpu0) * 1e3 / steps;
+            for (int k = 0; k < 4; k++) qsort(ms + k * steps, steps, sizeof(double), cmp_double);
+            result *o = &res[nres++];
+            o->backend = be;
+            o->threads = nt;
+            o->med = pct(ms, steps, 0.5);
+            o->p10 = pct(ms, steps, 0.1);
+            o->p90 = pct(ms, steps, 0.9);
+            o->fwd = pct(fw, steps, 0.5);
+            o->bwd = pct(bw, steps, 0.5);
+            o->upd = pct(up, steps, 0.5);
+            o->cpu_ms = cpu_ms;
+            o->peak = bench_peak_gflops(nt);
+        }
+    }
+    if (!status) {
+        if (!json)
+            printf("  %-7s %3s %9s %9s %9s %9s %8s %7s %7s | %8s %8s %8s\n", "backend", "thr", "median_ms", "p10_ms",
+                   "p90_ms", "tok/s", "GFLOP/s", "%peak", "x1thr", "fwd_ms", "bwd_ms", "upd_ms");
+        else
+            printf("{\"bench\":\"%s\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"steps\":%d,\"isa\":\"%s\",\"gflop_per_step\":%.3f,"
+                   "\"median_ms\":%.3f,\"tok_s\":%.1f,\"results\":[",
+                   what, model, B, T, steps, gpt2c_isa_name(gpt2c_cpu_isa()), flops * 1e-9, res[nres - 1].med,
+                   N / (res[nres - 1].med * 1e-3));
+        for (int i = 0; i < nres; i++) {
+            const result *o = &res[i];
+            double one = 0;
+            for (int j = 0; j < nres; j++)
+                if (res[j].threads == 1 && strcmp(res[j].backend, o->backend) == 0) one = res[j].med;
+            const double gf = flops / (o->med * 1e-3) * 1e-9, tps = N / (o->med * 1e-3);
+            char spd[32] = "n/a", pk[32] = "unavail";
+            if (one > 0) snprintf(spd, sizeof spd, "%.2f", one / o->med);
+            if (o->peak > 0) snprintf(pk, sizeof pk, "%.1f", 100 * gf / o->peak);
+            if (!json)
+                printf("  %-7s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f\n", o->backend,
+                       o->threads, o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd, o->cpu_ms);
+            else
+                printf("%s{\"backend\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"p10_ms\":%.3f,\"p90_ms\":%.3f,\"tok_s\":%.1f,"
+                       "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"speedup_vs_1thread\":%s,\"forward_ms\":%.3f,\"backward_ms\":%.3f,"
+                       "\"update_ms\":%.3f,\"cpu_ms_per_step\":%.3f}",
+                       i ? "," : "", o->backend, o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
+                       one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms);
+        }
+        if (json) printf("]}\n");
+        else
+            printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count; cpu_ms: process CPU time per\n"
+                   "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
+                   gpt2c_isa_name(gpt2c_cpu_isa()));
+    }
+    free(ms);
+    free(tok);
+    gpt2c_model_free(m);
+    return status;
+}
+
+int bench_train(int argc, char **argv) { return run_bench("bench train", 0, argc, argv); }
+int bench_forward(int argc, char **argv) { return run_bench("bench forward", 1, argc, argv); }

@@ -1,8 +1,281 @@
+/* `gpt2c profile`: profile training steps of a model (random seeded batches):
+ * per op, per layer type, per phase, roofline, counters, trials, sweeps;
+ * writes trace.json, summary.json, ops.csv, SVG charts and report.html. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "gpt2c/model.h"
+#include "gpt2c/profile_session.h"
+
+#define CMD "profile"
+
+typedef struct {
+    int B, T, steps, trials, warmup;
+    unsigned long long seed;
+    int32_t *tokens, *targets;
+    gpt2c_rng rng;
+    gpt2c_adamw_cfg opt;
+} run_ctx;
+
+/* Seeded random tokens, timed as the data phase. */
+static void fill_batch(run_ctx *r, int V) {
+    for (int i = 0; i <= r->B * r->T; i++) {
+        int32_t t = (int32_t)(gpt2c_rng_u64(&r->rng) % (uint64_t)V);
+        if (i < r->B * r->T) r->tokens[i] = t;
+        if (i > 0) r->targets[i - 1] = t;
+    }
+}
+
+static gpt2c_status run_step(gpt2c_model *m, gpt2c_profile_session *s, int step, run_ctx *r) {
+    int N = r->B * r->T;
+    if (s) {
+        gpt2c_profile_session_step_begin(s, step);
+        gpt2c_profile_session_phase(s, GPT2C_PHASE_DATA);
+    }
+    GPT2C_PROF_OP(m->prof, GPT2C_OP_DATA_LOAD, -1, 0, 8.0 * N, fill_batch(r, m->cfg.vocab_size));
+    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_FORWARD);
+    float loss;
+    GPT2C_TRY(gpt2c_model_forward(m, r->tokens, r->targets, r->B, r->T, &loss));
+    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_BACKWARD);
+    GPT2C_TRY(gpt2c_model_backward(m, 1.0f));
+    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_OPTIMIZER);
+    float norm;
+    GPT2C_TRY(gpt2c_model_update(m, &r->opt, 1e-4f, &norm));
+    gpt2c_model_zero_grad(m);
+    if (s) gpt2c_profile_session_step_end(s);
+    return GPT2C_OK;
+}
+
+static gpt2c_status setup(gpt2c_model *m, const char *backend, int threads, run_ctx *r) {
+    gpt2c_set_threads(threads);
+    GPT2C_TRY(gpt2c_model_set_backend(m, backend));
+    GPT2C_TRY(gpt2c_model_prepare(m, r->B, r->T));
+    GPT2C_TRY(gpt2c_model_alloc_grads(m));
+    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    gpt2c_model_zero_grad(m);
+    return GPT2C_OK;
+}
+
+/* warm-up, then `trials` trials of `steps` steps inside a session */
+static gpt2c_status run_trials(gpt2c_model *m, gpt2c_profile_session **out, const gpt2c_profile_opts *o, run_ctx *r) {
+    for (int i = 0; i < r->warmup; i++) GPT2C_TRY(run_step(m, NULL, -1 - i, r));
+    GPT2C_TRY(gpt2c_profile_session_begin(out, m, o));
+    int step = 0;
+    for (int t = 0; t < r->trials; t++) {
+        for (int i = 0; i < r->steps; i++) GPT2C_TRY(run_step(m, *out, step++, r));
+        gpt2c_profile_session_trial_end(*out);
+    }
+    return gpt2c_profile_session_end(*out);
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Profiling cost: rounds alternate off / timers / timers+counters so drift on
+ * a shared host hits all three alike; medians of per-step ms. */
+static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, double out[3]) {
+    gpt2c_profile_opts o = gpt2c_profile_opts_default();
+    o.use_peak = 0;
+    o.counters = 0;
+    o.max_events = 1 << 14;
+    gpt2c_profile_session *on = NULL, *ctr = NULL;
+    gpt2c_status st = gpt2c_profile_session_begin(&on, m, &o);
+    o.counters = 1;
+    if (st == GPT2C_OK) st = gpt2c_profile_session_begin(&ctr, m, &o);
+    double *t = calloc((size_t)rounds * 3, sizeof(double));
+    if (!t && st == GPT2C_OK) st = gpt2c_fail(GPT2C_ERR_NOMEM, "overhead: out of memory");
+    for (int i = 0; st == GPT2C_OK && i < rounds; i++)
+        for (int k = 0; k < 3 && st == GPT2C_OK; k++) {
+            gpt2c_profile_session *s = k == 0 ? NULL : k == 1 ? on : ctr;
+            m->prof = s ? gpt2c_profile_session_profiler(s) : NULL;
+            uint64_t t0 = gpt2c_now_ns();
+            st = run_step(m, s, i, r);
+            t[k * rounds + i] = (double)(gpt2c_now_ns() - t0) * 1e-6;
+        }
+    m->prof = NULL;
+    for (int k = 0; st == GPT2C_OK && k < 3; k++) {
+        qsort(t + k * rounds, (size_t)rounds, sizeof(double), cmp_d);
+        out[k] = t[k * rounds + rounds / 2];
+    }
+    free(t);
+    gpt2c_profile_session_free(on);
+    gpt2c_profile_session_free(ctr);
+    return st;
+}
+
+static int known_backend(const char *b) {
+    return !strcmp(b, "ref") || !strcmp(b, "cpu") || !strcmp(b, "blas") || !strcmp(b, "cuda");
+}
+
+static int looks_like_path(const char *s) {
+    struct stat st;
+    return strchr(s, '/') || strstr(s, ".bin") || strstr(s, ".safetensors") || stat(s, &st) == 0;
+}
 
 int cmd_profile(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("profile", "not implemented yet");
+    const char *model = "gpt2", *out = NULL, *backends = "cpu";
+    int B = 4, T = 64, steps = 1, trials = 10, warmup = 2, layers = 0, heads = 0, channels = 0, vocab = 0;
+    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0;
+    long long seed = 1337;
+    cli_intlist threads = {{0}, 0};
+    cli_opt opts[] = {
+        {"--model", CLI_STR, &model, "preset name (gpt2, gpt2-medium, d12, ...) for a fresh random model", 0, 0},
+        {"--batch", CLI_INT, &B, "batch size B", 1, 1 << 16},
+        {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
+        {"--steps", CLI_INT, &steps, "training steps per trial", 1, 1 << 20},
+        {"--trials", CLI_INT, &trials, "trials after warm-up (statistics over trials)", 1, 100000},
+        {"--warmup", CLI_INT, &warmup, "warm-up steps, not recorded", 0, 1000},
+        {"--threads", CLI_INTLIST, &threads, "threads, or a sweep: 1,2,4 (default: all cores)", 1, 1024},
+        {"--backend", CLI_STR, &backends, "backend, or a sweep: cpu,blas", 0, 0},
+        {"--out", CLI_STR, &out, "output folder for trace.json, summary.json, ops.csv, report.html, *.svg", 0, 0},
+        {"--seed", CLI_LONG, &seed, "seed for the model and the batches", 0, 0},
+        {"--layers", CLI_INT, &layers, "override the preset's layer count (small test models)", 1, 4096},
+        {"--heads", CLI_INT, &heads, "override the preset's head count", 1, 4096},
+        {"--channels", CLI_INT, &channels, "override the preset's channels", 1, 65536},
+        {"--vocab", CLI_INT, &vocab, "override the preset's vocabulary size", 2, 1 << 24},
+        {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
+        {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
+        {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
+        {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
+        {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
+    };
+    int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+
+    /* backends: comma-separated, each a known name */
+    char blist[256];
+    snprintf(blist, sizeof blist, "%s", backends);
+    const char *bk[16];
+    int nb = 0;
+    for (char *tok = strtok(blist, ","); tok; tok = strtok(NULL, ",")) {
+        if (!known_backend(tok)) {
+            fprintf(stderr, "gpt2c %s: --backend: unknown backend '%s' (expected ref, cpu, blas or cuda)\n", CMD, tok);
+            return 2;
+        }
+        if (nb < 16) bk[nb++] = tok;
+    }
+    if (nb == 0) {
+        fprintf(stderr, "gpt2c %s: --backend: empty list\n", CMD);
+        return 2;
+    }
+    if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
+    int main_threads = threads.items[0];
+    for (int i = 1; i < threads.n; i++)
+        if (threads.items[i] > main_threads) main_threads = threads.items[i];
+
+    gpt2c_config cfg;
+    if (looks_like_path(model))
+        return cli_error(CMD, "--model %s: loading a checkpoint needs gpt2c_model_load (the io branch), not in this build yet; "
+                              "use a preset name (gpt2, d12, ...) for a random model", model);
+    if (gpt2c_config_preset(model, &cfg) != GPT2C_OK) return cli_fail_status(CMD);
+    if (layers) cfg.num_layers = layers;
+    if (heads) cfg.num_heads = heads;
+    if (channels) cfg.channels = channels;
+    if (vocab) {
+        cfg.vocab_size = vocab;
+        cfg.padded_vocab_size = 0;
+    }
+    if (gpt2c_config_check(&cfg, "--model") != GPT2C_OK) return cli_fail_status(CMD);
+    if (T > cfg.max_seq_len) return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, cfg.max_seq_len);
+
+    char cmdline[2048];
+    int k = snprintf(cmdline, sizeof cmdline, "gpt2c profile");
+    for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
+        k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
+
+    gpt2c_model *m = NULL;
+    if (gpt2c_model_create(&cfg, &m) != GPT2C_OK) return cli_fail_status(CMD);
+    gpt2c_model_init_random(m, (uint64_t)seed);
+    run_ctx r = {B, T, steps, trials, warmup, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
+    gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
+    r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
+    r.targets = malloc(sizeof(int32_t) * (size_t)B * T);
+    gpt2c_profile_session *s = NULL;
+    int ret = 1;
+    if (!r.tokens || !r.targets) {
+        cli_error(CMD, "out of memory for the batch");
+        goto done;
+    }
+    if (setup(m, bk[0], main_threads, &r) != GPT2C_OK) {
+        cli_fail_status(CMD);
+        goto done;
+    }
+    gpt2c_profile_opts o = gpt2c_profile_opts_default();
+    o.counters = !no_counters;
+    o.hw_counters = !no_hw;
+    o.use_peak = !no_peak;
+    o.auto_trials = 0;
+    o.command_line = cmdline;
+    o.model_name = model;
+    o.backend = bk[0];
+    if (!quiet) fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
+                        main_threads, warmup, trials, steps);
+    if (run_trials(m, &s, &o, &r) != GPT2C_OK) {
+        cli_fail_status(CMD);
+        goto done;
+    }
+    /* sweep: every backend x thread count; the main run is one of the points */
+    if (nb * threads.n > 1) {
+        for (int bi = 0; bi < nb; bi++)
+            for (int ti = 0; ti < threads.n; ti++) {
+                int th = threads.items[ti];
+                if (bi == 0 && th == main_threads) {
+                    gpt2c_profile_session_add_scaling(s, bk[0], th, gpt2c_profile_session_step_ms(s), NULL);
+                    continue;
+                }
+                if (!quiet) fprintf(stderr, "gpt2c profile: sweep %s, %d threads\n", bk[bi], th);
+                if (setup(m, bk[bi], th, &r) != GPT2C_OK) {
+                    gpt2c_profile_session_add_scaling(s, bk[bi], th, (gpt2c_stat){0, 0, 0, 0, 0}, gpt2c_errmsg());
+                    continue;
+                }
+                gpt2c_profile_opts so = gpt2c_profile_opts_default();
+                so.counters = 0;
+                so.use_peak = 0;
+                so.auto_trials = 0;
+                so.max_events = 1;
+                gpt2c_profile_session *sw = NULL;
+                if (run_trials(m, &sw, &so, &r) != GPT2C_OK) {
+                    gpt2c_profile_session_add_scaling(s, bk[bi], th, (gpt2c_stat){0, 0, 0, 0, 0}, gpt2c_errmsg());
+                } else {
+                    gpt2c_profile_session_add_scaling(s, bk[bi], th, gpt2c_profile_session_step_ms(sw), NULL);
+                }
+                gpt2c_profile_session_free(sw);
+                m->prof = NULL;
+            }
+    }
+    if (overhead) {
+        double ov[3];
+        if (setup(m, bk[0], main_threads, &r) != GPT2C_OK || measure_overhead(m, &r, trials * steps, ov) != GPT2C_OK) {
+            cli_fail_status(CMD);
+            goto done;
+        }
+        gpt2c_profile_session_set_overhead(s, ov[0], ov[1], ov[2]);
+    }
+    if (out && gpt2c_profile_session_write(s, out) != GPT2C_OK) {
+        cli_fail_status(CMD);
+        goto done;
+    }
+    if (!quiet) {
+        char *text = NULL;
+        if (gpt2c_profile_session_text(s, &text) != GPT2C_OK) {
+            cli_fail_status(CMD);
+            goto done;
+        }
+        fputs(text, stdout);
+        free(text);
+        if (out) printf("\nwrote %s/{report.html, summary.json, trace.json, ops.csv, *.svg}\n", out);
+    }
+    ret = 0;
+done:
+    gpt2c_profile_session_free(s);
+    gpt2c_model_free(m);
+    free(r.tokens);
+    free(r.targets);
+    return ret;
 }

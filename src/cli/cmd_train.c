@@ -12,6 +12,7 @@
 #include "cli/model_arg.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
+#include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
 
 typedef struct {
@@ -24,7 +25,22 @@ typedef struct {
     uint64_t seed;
     int shuffle;
     float last_val;
+    gpt2c_profile_session *prof; /* --profile-out */
 } train_ui;
+
+static void prof_step_begin(gpt2c_model *m, int step, void *user) {
+    (void)m;
+    gpt2c_profile_session_step_begin(((train_ui *)user)->prof, step);
+}
+static void prof_phase(gpt2c_model *m, gpt2c_phase ph, void *user) {
+    (void)m;
+    gpt2c_profile_session_phase(((train_ui *)user)->prof, ph);
+}
+static void prof_step_end(gpt2c_model *m, int step, void *user) {
+    (void)m;
+    (void)step;
+    gpt2c_profile_session_step_end(((train_ui *)user)->prof);
+}
 
 static void on_event(const gpt2c_train_event *ev, void *user) {
     train_ui *ui = user;
@@ -100,7 +116,7 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos) {
 int cmd_train(int argc, char **argv) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
-    const char *backend = "cpu";
+    const char *backend = "cpu", *profile_out = NULL;
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
     int save_every = 0, decay_all = 0, shuffle = 0;
     long long seed = 1337;
@@ -133,6 +149,7 @@ int cmd_train(int argc, char **argv) {
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
+        {"--profile-out", CLI_STR, &profile_out, "profile the run: trace.json, summary.json, report.html, ... in DIR", 0, 0},
     };
     int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -193,6 +210,16 @@ int cmd_train(int argc, char **argv) {
             m->cfg.padded_vocab_size, m->num_params / 1e6);
     fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
             gpt2c_dataloader_total_tokens(&train), B, T, accum, steps, start_step, backend, gpt2c_get_threads());
+    if (profile_out) {
+        gpt2c_profile_opts po = gpt2c_profile_opts_default();
+        po.model_name = ma.model ? ma.model : resume ? resume : "gpt2";
+        po.backend = backend;
+        po.command_line = "gpt2c train";
+        if (gpt2c_profile_session_begin(&ui.prof, m, &po) != GPT2C_OK) goto fail;
+        cfg.on_step_begin = prof_step_begin;
+        cfg.on_phase = prof_phase;
+        cfg.on_step_end = prof_step_end;
+    }
     cfg.on_event = on_event;
     cfg.on_checkpoint = save ? on_checkpoint : NULL;
     cfg.user = &ui;
@@ -200,10 +227,16 @@ int cmd_train(int argc, char **argv) {
     if (gpt2c_train(m, &train, have_val ? &val : NULL, &cfg, start_step) != GPT2C_OK) goto fail;
     fprintf(stderr, "gpt2c train: done in %.1f s, peak RSS %.2f GiB\n", (gpt2c_now_ns() - ui.t_start) / 1e9,
             gpt2c_peak_rss_bytes() / 1073741824.0);
+    if (ui.prof) {
+        if (gpt2c_profile_session_end(ui.prof) != GPT2C_OK || gpt2c_profile_session_write(ui.prof, profile_out) != GPT2C_OK)
+            goto fail;
+        fprintf(stderr, "gpt2c train: profile written to %s (report.html, trace.json, summary.json)\n", profile_out);
+    }
     rc = 0;
 fail:
     if (rc) cli_fail_status("train");
     if (ui.log) fclose(ui.log);
+    if (ui.prof) gpt2c_profile_session_free(ui.prof);
     gpt2c_dataloader_close(&train);
     if (have_val) gpt2c_dataloader_close(&val);
     gpt2c_model_free(m);

@@ -34,10 +34,11 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
        k->softmax_xent_backward(a->logits, a->targets, loss_scale / (float)N, N, V, Vp));
     OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp),
        k->matmul_backward(a->dbuf, g[GPT2C_P_WTE], NULL, a->logits, a->lnf, p[GPT2C_P_WTE], N, C, Vp));
-    OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)N * C), k->zero(a->dres, (size_t)N * C));
+    /* final layernorm: its input gradient starts the residual stream's (cleared first) */
     OP(GPT2C_OP_LAYERNORM, -1, cost_layernorm_bwd(N, C),
-       k->layernorm_backward(a->dres, g[GPT2C_P_LNFW], g[GPT2C_P_LNFB], a->dbuf, a->residual3 + (L - 1) * sN * C,
-                             p[GPT2C_P_LNFW], a->lnf_mean, a->lnf_rstd, N, C));
+       (k->zero(a->dres, (size_t)N * C),
+        k->layernorm_backward(a->dres, g[GPT2C_P_LNFW], g[GPT2C_P_LNFB], a->dbuf, a->residual3 + (L - 1) * sN * C,
+                              p[GPT2C_P_LNFW], a->lnf_mean, a->lnf_rstd, N, C)));
 
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;

@@ -18,6 +18,11 @@ static void set_phase(gpt2c_model *m, gpt2c_phase ph) {
     if (m->prof) m->prof->phase = ph;
 }
 
+static void phase(gpt2c_model *m, const gpt2c_train_cfg *c, gpt2c_phase ph) {
+    if (c->on_phase) c->on_phase(m, ph, c->user);
+    else set_phase(m, ph);
+}
+
 static gpt2c_status next_batch(gpt2c_model *m, gpt2c_dataloader *dl) {
     gpt2c_status st = GPT2C_OK;
     GPT2C_PROF_OP(m->prof, GPT2C_OP_DATA_LOAD, -1, 0, 8.0 * dl->B * dl->T, st = gpt2c_dataloader_next(dl));
@@ -46,6 +51,7 @@ gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, 
 
 static gpt2c_status eval_event(gpt2c_model *m, gpt2c_dataloader *val, const gpt2c_train_cfg *c, int step) {
     gpt2c_train_event ev = {.step = step, .steps = c->steps, .is_eval = 1};
+    phase(m, c, GPT2C_PHASE_EVAL);
     GPT2C_TRY(gpt2c_evaluate(m, val, c->eval_batches, &ev.val_loss, NULL));
     if (c->on_event) c->on_event(&ev, c->user);
     return GPT2C_OK;
@@ -60,24 +66,25 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
     const int do_eval = val && c->eval_every > 0;
     for (int step = start_step; step < c->steps; step++) {
         if (m->prof) m->prof->step = step;
+        if (c->on_step_begin) c->on_step_begin(m, step, c->user);
         if (do_eval && step % c->eval_every == 0) GPT2C_TRY(eval_event(m, val, c, step));
 
         uint64_t t0 = gpt2c_now_ns();
-        set_phase(m, GPT2C_PHASE_OPTIMIZER);
+        phase(m, c, GPT2C_PHASE_OPTIMIZER);
         gpt2c_model_zero_grad(m);
         double loss_sum = 0;
         for (int micro = 0; micro < c->accum; micro++) {
             float loss;
-            set_phase(m, GPT2C_PHASE_DATA);
+            phase(m, c, GPT2C_PHASE_DATA);
             GPT2C_TRY(next_batch(m, train));
-            set_phase(m, GPT2C_PHASE_FORWARD);
+            phase(m, c, GPT2C_PHASE_FORWARD);
             GPT2C_TRY(gpt2c_model_forward(m, train->inputs, train->targets, c->B, c->T, &loss));
-            set_phase(m, GPT2C_PHASE_BACKWARD);
+            phase(m, c, GPT2C_PHASE_BACKWARD);
             GPT2C_TRY(gpt2c_model_backward(m, 1.0f / c->accum));
             loss_sum += loss;
         }
         gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
-        set_phase(m, GPT2C_PHASE_OPTIMIZER);
+        phase(m, c, GPT2C_PHASE_OPTIMIZER);
         GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
         ev.ms = (gpt2c_now_ns() - t0) / 1e6;
         ev.loss = (float)(loss_sum / c->accum);

@@ -1,0 +1,36 @@
+/* This machine's peaks, for roofline charts and "% of peak" figures.
+ *
+ * FMA peak: fp32 fused multiply-adds on independent accumulators (enough to
+ * cover the FMA latency on every pipe), on all requested threads, per ISA the
+ * CPU supports (avx512, avx2, scalar).  Read bandwidth: a streaming sum over
+ * an array far larger than the last-level cache, on all threads.  Each figure
+ * is the median of several runs.  Results are cached in
+ * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json), keyed by
+ * CPU model and thread count. */
+#ifndef GPT2C_PEAK_H
+#define GPT2C_PEAK_H
+
+#include "gpt2c/cpu.h"
+#include "gpt2c/status.h"
+
+typedef struct gpt2c_peak {
+    char cpu[128];
+    int threads;
+    double fma_gflops[GPT2C_ISA_COUNT]; /* indexed by gpt2c_isa; 0 = ISA not supported here */
+    double gflops;                      /* best of the above */
+    const char *best_isa;
+    double read_gbs;    /* streaming read bandwidth, GB/s (1e9 bytes) */
+    int runs;           /* runs per figure (median taken) */
+    int from_cache;     /* 1 if read from the cache file */
+    char cache_path[512];
+} gpt2c_peak;
+
+/* Peaks for `threads` threads (<= 0: all cores): from the cache unless
+ * `remeasure`, else measured (a few seconds) and cached.  A cache that cannot
+ * be written is not an error (cache_path is then empty). */
+gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure);
+
+/* Measures without touching the cache. */
+gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);
+
+#endif

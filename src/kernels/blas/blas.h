@@ -1,0 +1,10 @@
+/* The blas backend's GEMMs, exposed for `gpt2c bench gemm` (only built with GPT2C_HAVE_BLAS). */
+#ifndef GPT2C_BLAS_H
+#define GPT2C_BLAS_H
+
+#include "kernels/cpu/gemm.h"
+
+/* as cpu_linear_gemm (gemm.h), through cblas_sgemm */
+void blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+
+#endif

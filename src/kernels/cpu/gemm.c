@@ -1,0 +1,238 @@
+/* Cache-blocked SGEMM driver (see gemm.h), after BLIS, with as little
+ * packing as the layouts allow:
+ *
+ *   C is cut into units of <= MC_MAX rows x <= NC_MAX columns; threads take
+ *   whole units (no barriers, no shared buffers).  In a unit, for each K
+ *   block of GEMM_KC (in order: this alone fixes the summation order):
+ *     B: used in place when its rows are contiguous (dinp: W, dweight: inp);
+ *        packed into NR-column panels (per-thread buffer, in L2) when it is
+ *        W^T (forward), with the ISA's in-register transpose;
+ *     A: read in place when its rows are contiguous (inp, dout); packed into
+ *        MR-row panels when it is dout^T (rows a page apart: TLB misses);
+ *     for each NR-column panel of B (stays in L1), for each MR-row panel of A
+ *     (from L2): micro-kernel on the MR x NR tile.
+ *   Edge panels (fewer than MR rows / NR columns) are copied zero-padded and
+ *   their C tile goes through a small buffer, so kernels stay full-size.
+ *   Bias is folded into the first K block (accumulators start at bias). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/gemm.h"
+
+#define MC_MAX 384 /* rows per unit (multiple of every MR): A's K block, 384 KiB, stays in L2 */
+#define NC_MAX 512 /* columns per unit (multiple of every NR): a packed B block, 512 KiB */
+#define MR_MAX 8
+/* B is read in place only when its rows are close: a K block of rows further
+ * apart spans more pages than the L1 TLB holds (W of the MLP projection: 12 KiB) */
+#define DIRECT_B_MAX_LD 1024
+#define NR_MAX 64
+
+/* Portable micro-kernel: 4 x 16 in plain C (the compiler vectorises it for
+ * the baseline ISA: SSE2 on x86-64, NEON on arm64). */
+static void kern_scalar_4x16(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
+                             int load_c, const float *bias) {
+    float c[4][16];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) c[r][j] = load_c ? C[r * ldc + j] : (bias ? bias[j] : 0.0f);
+    for (int k = 0; k < K; k++) {
+        for (int r = 0; r < 4; r++) {
+            const float ar = a[r * rsa + (size_t)k * csa];
+            for (int j = 0; j < 16; j++) c[r][j] += ar * b[j];
+        }
+        b += ldb;
+    }
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
+}
+static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16, NULL};
+
+static const gemm_isa_kernel *pick_kernel(gpt2c_isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (isa == GPT2C_ISA_AVX512) return &gemm_kernel_avx512;
+    if (isa == GPT2C_ISA_AVX2) return &gemm_kernel_avx2;
+#else
+    (void)isa;
+#endif
+    return &gemm_kernel_scalar;
+}
+
+/* One NR-column panel of B (rows [k0, k0+kc), columns [n0, n0+nb)) into
+ * dst[k*NR + j], columns past nb zero. */
+static void pack_b_panel(float *dst, const float *B, long rsb, long csb, int n0, int nb, int k0, int kc, int NR) {
+    if (csb == 1) {
+        for (int k = 0; k < kc; k++) {
+            const float *src = B + (size_t)(k0 + k) * rsb + n0;
+            float *d = dst + (size_t)k * NR;
+            memcpy(d, src, sizeof(float) * nb);
+            for (int j = nb; j < NR; j++) d[j] = 0.0f;
+        }
+    } else {
+        for (int j = 0; j < NR; j++) {
+            const float *src = B + (size_t)(n0 + j) * csb + (size_t)k0 * rsb;
+            for (int k = 0; k < kc; k++) dst[(size_t)k * NR + j] = j < nb ? src[(size_t)k * rsb] : 0.0f;
+        }
+    }
+}
+
+/* One MR-row panel of A (mr valid rows) into dst[k*MR + r], rows past mr zero. */
+static void pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr, int kc, int MR) {
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < MR; r++) dst[k * MR + r] = r < mr ? a[r * rsa + (size_t)k * csa] : 0.0f;
+}
+
+/* Per-thread B buffer, allocated at a thread's first GEMM and kept (no
+ * allocation in later steps). */
+static _Thread_local float *tl_bbuf, *tl_abuf;
+
+/* A block with contiguous columns (dout^T: rsa == 1, csa = OC) into MR-row
+ * panels dst[(ir/MR)*MR*kc + k*MR + r]: its rows are far apart in memory (one
+ * page each), so reading it in place would miss the TLB on every k. */
+static void pack_a_cols(float *dst, const float *A, long csa, int ic, int mb, int pc, int kc, int MR) {
+    const int npan = (mb + MR - 1) / MR;
+    /* panel by panel: sequential writes; the kc source lines of one panel stay in L1 for the next */
+    for (int p = 0; p < npan; p++) {
+        const int r0 = p * MR, mr = mb - r0 < MR ? mb - r0 : MR;
+        const float *src = A + (size_t)pc * csa + ic + r0;
+        float *d = dst + (size_t)p * MR * kc;
+        if (mr == MR)
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < MR; r++) d[k * MR + r] = src[(size_t)k * csa + r];
+        else
+            for (int k = 0; k < kc; k++)
+                for (int r = 0; r < MR; r++) d[k * MR + r] = r < mr ? src[(size_t)k * csa + r] : 0.0f;
+    }
+}
+
+static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb, int K, const float *A, long rsa,
+                      long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
+                      int accumulate, float *bbuf, float *abuf) {
+    const int MR = kk->mr, NR = kk->nr;
+    const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, a_strided = rsa == 1 || csa == 1, pack_a = rsa == 1 && csa != 1;
+    float apan[MR_MAX * GEMM_KC] __attribute__((aligned(64)));
+    for (int pc = 0; pc < K; pc += GEMM_KC) {
+        const int kc = K - pc < GEMM_KC ? K - pc : GEMM_KC;
+        const int load_c = accumulate || pc > 0;
+        if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
+        if (!direct_b) /* pack this unit's panels (for B = W^T: the transpose) */
+            for (int jr = 0; jr < nb; jr += NR) {
+                const int nr = nb - jr < NR ? nb - jr : NR;
+                if (csb != 1 && kk->pack_bt)
+                    kk->pack_bt(bbuf + (size_t)jr * kc, B + (size_t)(jc + jr) * csb + (size_t)pc * rsb, csb, nr, kc, NR);
+                else
+                    pack_b_panel(bbuf + (size_t)jr * kc, B, rsb, csb, jc + jr, nr, pc, kc, NR);
+            }
+        for (int jr = 0; jr < nb; jr += NR) {
+            const int nr = nb - jr < NR ? nb - jr : NR;
+            const float *bp;
+            long ldb;
+            if (!direct_b) {
+                bp = bbuf + (size_t)jr * kc;
+                ldb = NR;
+            } else if (nr == NR) {
+                bp = B + (size_t)pc * rsb + jc + jr;
+                ldb = rsb;
+            } else { /* edge columns: zero-padded copy */
+                pack_b_panel(bbuf, B, rsb, csb, jc + jr, nr, pc, kc, NR);
+                bp = bbuf;
+                ldb = NR;
+            }
+            const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
+            for (int ir = 0; ir < mb; ir += MR) {
+                const int mr = mb - ir < MR ? mb - ir : MR;
+                const float *a = A + (size_t)(ic + ir) * rsa + (size_t)pc * csa;
+                long ars = rsa, acs = csa;
+                if (pack_a) {
+                    a = abuf + (size_t)ir * kc, ars = 1, acs = MR;
+                } else if (mr < MR || !a_strided) { /* edge rows: zero-padded copy */
+                    pack_a_panel(apan, a, rsa, csa, mr, kc, MR);
+                    a = apan, ars = 1, acs = MR;
+                }
+                float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
+                    for (int r = 0; r < MR; r++)
+                        for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
+                if (mr == MR && nr == NR) {
+                    kk->kern(kc, a, ars, acs, bp, ldb, c, ldc, load_c, bi);
+                } else { /* edge tile: through a full-size buffer */
+                    float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
+                    float bpad[NR_MAX] __attribute__((aligned(64)));
+                    if (load_c)
+                        for (int r = 0; r < mr; r++) memcpy(tmp + r * NR, c + (size_t)r * ldc, sizeof(float) * nr);
+                    if (bi) {
+                        memset(bpad, 0, sizeof bpad);
+                        memcpy(bpad, bi, sizeof(float) * nr);
+                    }
+                    kk->kern(kc, a, ars, acs, bp, ldb, tmp, NR, load_c, bi ? bpad : NULL);
+                    for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
+                }
+            }
+        }
+    }
+}
+
+/* Unpacked fallback, only if the B buffer cannot be allocated. */
+static void gemm_naive(int ic, int mb, int jc, int nb, int K, const float *A, long rsa, long csa, const float *B,
+                       long rsb, long csb, float *C, long ldc, const float *bias, int accumulate) {
+    for (int i = ic; i < ic + mb; i++)
+        for (int j = jc; j < jc + nb; j++) {
+            float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
+            for (int k = 0; k < K; k++) acc += A[(size_t)i * rsa + (size_t)k * csa] * B[(size_t)k * rsb + (size_t)j * csb];
+            C[(size_t)i * ldc + j] = acc;
+        }
+}
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+static int round_up(int a, int b) { return ceil_div(a, b) * b; }
+
+void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
+              long csb, float *C, long ldc, const float *bias, int accumulate) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+        return;
+    }
+    const gemm_isa_kernel *kk = pick_kernel(isa);
+    const int MR = kk->mr, NR = kk->nr;
+    const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
+    /* units (any split gives the same numbers); when few, make their count a multiple of the threads */
+    /* A packed B block caps a unit's width; B read in place does not (then
+     * wide units reuse each A panel, packed or not, across more columns). */
+    const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, packs_a = rsa == 1 && csa != 1;
+    int cg = direct_b ? 1 : ceil_div(N, NC_MAX), rc = ceil_div(M, MC_MAX);
+    if (nth > 1 && (cg * rc) % nth && cg * rc < 4 * nth) {
+        const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
+        if (packs_a && rows_ok) /* split rows: each thread packs only its own A */
+            rc = round_up(rc, nth);
+        else if (cols_ok)
+            cg = round_up(cg, nth);
+        else if (rows_ok)
+            rc = round_up(rc, nth);
+    }
+    const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
+    cg = ceil_div(N, NCU);
+    rc = ceil_div(M, MCU);
+    const int units = cg * rc;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(units < nth ? units : nth) if (units > 1 && nth > 1)
+    for (int u = 0; u < units; u++) {
+        const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
+        const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
+        if (!tl_bbuf) tl_bbuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * NC_MAX);
+        if (!tl_abuf) tl_abuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * MC_MAX);
+        if (tl_bbuf && tl_abuf)
+            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, tl_bbuf, tl_abuf);
+        else
+            gemm_naive(ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
+    }
+}
+
+void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC,
+                     int OC) {
+    switch (op) {
+    case GEMM_FWD: cpu_gemm(isa, N, OC, IC, A, IC, 1, B, 1, IC, C, OC, NULL, 0); break;
+    case GEMM_DINP: cpu_gemm(isa, N, IC, OC, A, OC, 1, B, IC, 1, C, IC, NULL, 0); break;
+    case GEMM_DW: cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, 1); break;
+    }
+}

@@ -1,0 +1,56 @@
+/* The cpu backend's packed, cache-blocked, multi-threaded SGEMM.
+ *
+ *   C (M,N) [row-major, ldc] = (accumulate ? C : 0) + bias (N, may be NULL) + A (M,K) B (K,N)
+ *
+ * A and B are given by strides, so one routine serves the three GEMMs of a
+ * linear layer (weights W stored (OC,IC)) without transposing anything:
+ *   forward  out(N,OC)  = inp(N,IC) W^T : A = inp  (rs IC, cs 1),  B = W^T (rs 1, cs IC)
+ *   dinp     dinp(N,IC) = dout(N,OC) W  : A = dout (rs OC, cs 1),  B = W   (rs IC, cs 1)
+ *   dweight  dW(OC,IC) += dout^T inp    : A = dout^T (rs 1, cs OC), B = inp (rs IC, cs 1)
+ *
+ * Determinism: every element of C is summed over K in the same fixed order
+ * (K blocks of GEMM_KC, in order, each by one micro-kernel call) whatever the
+ * number of threads; threads split C into tiles. */
+#ifndef GPT2C_CPU_GEMM_H
+#define GPT2C_CPU_GEMM_H
+
+#include <stddef.h>
+
+#include "gpt2c/cpu.h"
+
+#define GEMM_KC 256 /* K block: fixed, it sets the summation order */
+
+/* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + A B over k < K.
+ * A is read in place by strides: element (r,k) at a[r*rsa + k*csa], where
+ * either csa == 1 (rows of A contiguous: inp, dout) or rsa == 1 (columns
+ * contiguous: dout^T, or an edge panel copied to a[k*MR + r]).  B is MR-free:
+ * row k of the NR-wide panel at b + k*ldb (a packed panel: ldb = NR; or the
+ * matrix itself when its rows are contiguous).  bias has NR floats. */
+typedef void (*gemm_kernel_fn)(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C,
+                               long ldc, int load_c, const float *bias);
+
+/* Packs NR columns of a "transposed" B (column j at src + j*ld, contiguous in
+ * k): dst[k*NR + j] for k < kc, j < nb, zeros for nb <= j < NR. */
+typedef void (*gemm_pack_bt_fn)(float *dst, const float *src, long ld, int nb, int kc, int NR);
+
+typedef struct {
+    int mr, nr;
+    gemm_kernel_fn kern;
+    gemm_pack_bt_fn pack_bt; /* NULL: the generic loop */
+} gemm_isa_kernel;
+
+/* Per-ISA micro-kernels (gemm_avx512.c, gemm_avx2.c; the scalar one is in gemm.c). */
+extern const gemm_isa_kernel gemm_kernel_avx512;
+extern const gemm_isa_kernel gemm_kernel_avx2;
+
+void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
+              long csb, float *C, long ldc, const float *bias, int accumulate);
+
+/* The three GEMMs of a linear layer (for benchmarks), by the strides above:
+ *   GEMM_FWD:  C = out (N,OC)   = X (N,IC) W^T      (A = X,    B = W)
+ *   GEMM_DINP: C = dinp (N,IC)  = dout (N,OC) W     (A = dout, B = W)
+ *   GEMM_DW:   C = dW (OC,IC)  += dout^T X          (A = dout, B = X) */
+typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW } gemm_linear_op;
+void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+
+#endif

@@ -1,0 +1,95 @@
+/* AVX-512 SGEMM micro-kernel: a 6 x 64 tile of C in 24 zmm accumulators.
+ * Per k: 4 vector loads of B, 6 broadcasts of A, 24 FMAs (enough independent
+ * chains to cover the FMA latency on both pipes). */
+#include <immintrin.h>
+
+#include "kernels/cpu/gemm.h"
+
+#define MR 6
+#define NR 64
+
+/* a_rows: A's rows are contiguous (csa == 1), else its columns are (rsa == 1);
+ * a constant after inlining, so each variant gets its own loop. */
+static inline __attribute__((always_inline)) void kern_body(int K, const float *a, long rsa, long csa, const float *b,
+                                                            long ldb, float *C, long ldc, int load_c, const float *bias,
+                                                            const int a_rows) {
+    __m512 c[MR][4];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < 4; v++)
+            c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
+                             : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
+    const float *a0 = a, *a1 = a + rsa, *a2 = a + 2 * rsa, *a3 = a + 3 * rsa, *a4 = a + 4 * rsa, *a5 = a + 5 * rsa;
+    for (int k = 0; k < K; k++) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
+                     b3 = _mm512_loadu_ps(b + 48);
+        _mm_prefetch((const char *)(b + 8 * ldb), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * ldb + 32), _MM_HINT_T0);
+        float av[MR];
+        if (a_rows) {
+            av[0] = a0[k], av[1] = a1[k], av[2] = a2[k], av[3] = a3[k], av[4] = a4[k], av[5] = a5[k];
+        } else {
+            const float *ak = a + (size_t)k * csa;
+            av[0] = ak[0], av[1] = ak[1], av[2] = ak[2], av[3] = ak[3], av[4] = ak[4], av[5] = ak[5];
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            const __m512 ar = _mm512_set1_ps(av[r]);
+            c[r][0] = _mm512_fmadd_ps(ar, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(ar, b1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(ar, b2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(ar, b3, c[r][3]);
+        }
+        b += ldb;
+    }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+
+static void kern_6x64(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
+                      int load_c, const float *bias) {
+    if (csa == 1)
+        kern_body(K, a, rsa, 1, b, ldb, C, ldc, load_c, bias, 1);
+    else
+        kern_body(K, a, 1, csa, b, ldb, C, ldc, load_c, bias, 0);
+}
+
+/* In-register 16 x 16 transpose: r[j] holds 16 consecutive k of column j;
+ * writes dst[k*ldd + j].  Two unpack stages interleave 4-row groups inside
+ * 128-bit lanes, two 128-bit-lane shuffles finish the job. */
+static inline void transpose16(float *dst, long ldd, const __m512 r[16]) {
+    __m512 u[16];
+    for (int g = 0; g < 4; g++) {
+        const __m512 t0 = _mm512_unpacklo_ps(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_ps(r[4 * g], r[4 * g + 1]);
+        const __m512 t2 = _mm512_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]), t3 = _mm512_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+        u[4 * g + 0] = _mm512_shuffle_ps(t0, t2, 0x44); /* element 0 of each lane, rows 4g..4g+3 */
+        u[4 * g + 1] = _mm512_shuffle_ps(t0, t2, 0xEE);
+        u[4 * g + 2] = _mm512_shuffle_ps(t1, t3, 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t1, t3, 0xEE);
+    }
+    for (int e = 0; e < 4; e++) {
+        const __m512 a = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x88), b = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xDD);
+        const __m512 c = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x88), d = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xDD);
+        _mm512_storeu_ps(dst + (e + 0) * ldd, _mm512_shuffle_f32x4(a, c, 0x88));
+        _mm512_storeu_ps(dst + (e + 8) * ldd, _mm512_shuffle_f32x4(a, c, 0xDD));
+        _mm512_storeu_ps(dst + (e + 4) * ldd, _mm512_shuffle_f32x4(b, d, 0x88));
+        _mm512_storeu_ps(dst + (e + 12) * ldd, _mm512_shuffle_f32x4(b, d, 0xDD));
+    }
+}
+
+static void pack_bt(float *dst, const float *src, long ld, int nb, int kc, int NRp) {
+    int j0 = 0;
+    for (; j0 + 16 <= nb; j0 += 16) {
+        int k0 = 0;
+        for (; k0 + 16 <= kc; k0 += 16) {
+            __m512 r[16];
+            for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(src + (j0 + j) * ld + k0);
+            transpose16(dst + (size_t)k0 * NRp + j0, NRp, r);
+        }
+        for (; k0 < kc; k0++)
+            for (int j = 0; j < 16; j++) dst[(size_t)k0 * NRp + j0 + j] = src[(j0 + j) * ld + k0];
+    }
+    for (int j = j0; j < NRp; j++)
+        for (int k = 0; k < kc; k++) dst[(size_t)k * NRp + j] = j < nb ? src[j * ld + k] : 0.0f;
+}
+
+const gemm_isa_kernel gemm_kernel_avx512 = {MR, NR, kern_6x64, pack_bt};

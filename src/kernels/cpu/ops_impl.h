@@ -1,0 +1,437 @@
+/* The cpu backend's ops, written once in plain C that the compiler
+ * vectorises, and compiled three times (ops_avx512.c, ops_avx2.c,
+ * ops_scalar.c) with OPS_ISA set; each compile defines one table,
+ * cpu_ops_<isa>.  `#pragma omp simd` marks the loops to vectorise (with a
+ * reduction clause the lane order is fixed at compile time, so results do
+ * not depend on the thread count).  Threads always split work by outputs:
+ * rows, (batch, head) pairs, or channel strips for parameter gradients.
+ *
+ * Shapes as in kernels.h: N = B*T rows, C channels, NH heads, hs = C/NH. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_ops.h"
+
+/* sqrtf / logf need not set errno here: lets GCC vectorise them */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-math-errno")
+#endif
+#include "kernels/cpu/gemm.h"
+
+#define LN_EPS 1e-5f
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define PAR_MIN 16384              /* elements below which a pointwise op stays on one thread */
+
+/* exp(x) for x in [-87.3, 88.7], relative error ~2 ulp, branch-free so it
+ * vectorises: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6 polynomial,
+ * 2^n put into the exponent bits.  Inputs below -87.3 give ~1e-38, not 0. */
+static inline float vexp(float x) {
+    x = x < -87.3f ? -87.3f : x; /* ternaries, not fminf: they map to vmaxps/vminps */
+    x = x > 88.7f ? 88.7f : x;
+    const float t = x * 1.44269504088896341f;
+    const float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest (1.5 * 2^23 trick) */
+    float r = fmaf(n, -0.693145751953125f, x);       /* ln2 split in two for an exact n*ln2_hi */
+    r = fmaf(n, -1.428606765330187045e-06f, r);
+    float p = 1.0f / 720.0f;
+    p = fmaf(p, r, 1.0f / 120.0f);
+    p = fmaf(p, r, 1.0f / 24.0f);
+    p = fmaf(p, r, 1.0f / 6.0f);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    union {
+        int32_t i;
+        float f;
+    } s;
+    s.i = ((int32_t)n + 127) << 23;
+    return p * s.f;
+}
+
+/* ---- encoder ---------------------------------------------------------------- */
+
+static void encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B, int T,
+                            int C) {
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+    for (int n = 0; n < B * T; n++) {
+        const float *we = wte + (size_t)tokens[n] * C, *pe = wpe + (size_t)(n % T) * C;
+        float *o = out + (size_t)n * C;
+#pragma omp simd
+        for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
+    }
+}
+
+/* dwte rows repeat when tokens repeat: threads own channel strips, rows in order. */
+static void encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T,
+                             int C) {
+    const int strips = (C + 63) / 64;
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+    for (int s = 0; s < strips; s++) {
+        const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+        for (int n = 0; n < B * T; n++) {
+            const float *d = dout + (size_t)n * C;
+            float *dwe = dwte + (size_t)tokens[n] * C, *dpe = dwpe + (size_t)(n % T) * C;
+#pragma omp simd
+            for (int i = c0; i < c1; i++) {
+                dwe[i] += d[i];
+                dpe[i] += d[i];
+            }
+        }
+    }
+}
+
+/* ---- layernorm ---------------------------------------------------------------- */
+
+static inline void ln_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b, int C) {
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < C; i++) s += x[i];
+    const float m = s / C;
+    float v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+    const float r = 1.0f / sqrtf(v / C + LN_EPS);
+#pragma omp simd
+    for (int i = 0; i < C; i++) o[i] = (x[i] - m) * r * w[i] + b[i];
+    *mean = m;
+    *rstd = r;
+}
+
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+                              int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int n = 0; n < N; n++)
+        ln_row(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b, C);
+}
+
+/* residual = a + b and its layernorm in one pass over the row (the row stays in L1) */
+static void residual_layernorm_forward(float *residual, float *out, float *mean, float *rstd, const float *a,
+                                       const float *b, const float *w, const float *bias, int N, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        float *r = residual + (size_t)n * C;
+        const float *x = a + (size_t)n * C, *y = b + (size_t)n * C;
+#pragma omp simd
+        for (int i = 0; i < C; i++) r[i] = x[i] + y[i];
+        ln_row(out + (size_t)n * C, mean + n, rstd + n, r, w, bias, C);
+    }
+}
+
+/* Phase 1 (threads over rows): dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout w.
+ * Phase 2 (threads over channel strips, rows in order): dw += sum xhat dout, db += sum dout. */
+static void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                               const float *w, const float *mean, const float *rstd, int N, int C) {
+    const int strips = (C + 63) / 64;
+#pragma omp parallel if ((size_t)N * C >= PAR_MIN)
+    {
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
+            const float m = mean[n], r = rstd[n];
+            float gs = 0, gxs = 0;
+#pragma omp simd reduction(+ : gs, gxs)
+            for (int i = 0; i < C; i++) {
+                const float g = d[i] * w[i];
+                gs += g;
+                gxs += g * (x[i] - m) * r;
+            }
+            const float gm = gs / C, gxm = gxs / C;
+#pragma omp simd
+            for (int i = 0; i < C; i++) dx[i] += r * (d[i] * w[i] - gm - (x[i] - m) * r * gxm);
+        }
+#pragma omp for schedule(static)
+        for (int s = 0; s < strips; s++) {
+            const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+            float aw[64] = {0}, ab[64] = {0};
+            for (int n = 0; n < N; n++) {
+                const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+                const float m = mean[n], r = rstd[n];
+#pragma omp simd
+                for (int i = c0; i < c1; i++) {
+                    aw[i - c0] += (x[i] - m) * r * d[i];
+                    ab[i - c0] += d[i];
+                }
+            }
+            for (int i = c0; i < c1; i++) {
+                dw[i] += aw[i - c0];
+                db[i] += ab[i - c0];
+            }
+        }
+    }
+}
+
+/* ---- matmul (the GEMM of gemm.c) ------------------------------------------------- */
+
+static void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC) {
+    cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
+}
+
+static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                            const float *w, int N, int IC, int OC) {
+    if (dinp) cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
+    cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+    if (!dbias) return;
+    const int strips = (OC + 63) / 64;
+#pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
+    for (int s = 0; s < strips; s++) { /* column sums, rows in order */
+        const int c0 = s * 64, c1 = c0 + 64 < OC ? c0 + 64 : OC;
+        float acc[64] = {0};
+        for (int n = 0; n < N; n++) {
+            const float *d = dout + (size_t)n * OC;
+#pragma omp simd
+            for (int i = c0; i < c1; i++) acc[i - c0] += d[i];
+        }
+        for (int i = c0; i < c1; i++) dbias[i] += acc[i - c0];
+    }
+}
+
+/* ---- attention: flash-style, state = log-sum-exp (B,NH,T) -------------------------- */
+
+static size_t attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
+static size_t attention_scratch_floats(int B, int T, int NH) {
+    (void)B, (void)NH;
+    return (size_t)T; /* unused: per-row buffers live on the stack */
+}
+
+#define ATT_CHUNK 64 /* keys per online-softmax chunk */
+
+/* Per (b, h) pair (one thread each), per query t: online softmax over the
+ * causal keys j <= t in chunks, rescaling the running sum and output when the
+ * running max grows; keeps lse_t = max + log(sum) for backward. */
+static void attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const float *base = qkv + (size_t)b * T * C3 + h * hs;
+        float acc[hs], s[ATT_CHUNK];
+        for (int t = 0; t < T; t++) {
+            const float *q = base + (size_t)t * C3;
+            float m = -87.0f, l = 0.0f; /* scores are finite; -87 keeps vexp(m - cm) tiny */
+            int first = 1;
+            for (int i = 0; i < hs; i++) acc[i] = 0.0f;
+            for (int j0 = 0; j0 <= t; j0 += ATT_CHUNK) {
+                const int jn = t + 1 - j0 < ATT_CHUNK ? t + 1 - j0 : ATT_CHUNK;
+                float cm = -INFINITY;
+                for (int jj = 0; jj < jn; jj++) {
+                    const float *k = base + (size_t)(j0 + jj) * C3 + C;
+                    float d = 0;
+#pragma omp simd reduction(+ : d)
+                    for (int i = 0; i < hs; i++) d += q[i] * k[i];
+                    s[jj] = d * scale;
+                    cm = s[jj] > cm ? s[jj] : cm;
+                }
+                if (first || cm > m) {
+                    const float corr = first ? 0.0f : vexp(m - cm);
+                    l *= corr;
+#pragma omp simd
+                    for (int i = 0; i < hs; i++) acc[i] *= corr;
+                    m = cm;
+                    first = 0;
+                }
+                for (int jj = 0; jj < jn; jj++) {
+                    const float p = vexp(s[jj] - m);
+                    const float *v = base + (size_t)(j0 + jj) * C3 + 2 * C;
+                    l += p;
+#pragma omp simd
+                    for (int i = 0; i < hs; i++) acc[i] += p * v[i];
+                }
+            }
+            const float inv = 1.0f / l;
+            float *o = out + ((size_t)b * T + t) * C + h * hs;
+#pragma omp simd
+            for (int i = 0; i < hs; i++) o[i] = acc[i] * inv;
+            state[(size_t)bh * T + t] = m + logf(l);
+        }
+    }
+}
+
+/* Recomputes p_tj = exp(q_t.k_j scale - lse_t); with D_t = dout_t . out_t:
+ *   dv_j += p dout_t;  ds = p (dout_t . v_j - D_t);  dq_t += ds k_j scale;  dk_j += ds q_t scale.
+ * One thread per (b, h): its dq, dk, dv slices are its own. */
+static void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
+                               const float *state, int B, int T, int C, int NH) {
+    (void)scratch;
+    const int hs = C / NH, C3 = 3 * C;
+    const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
+    for (int bh = 0; bh < B * NH; bh++) {
+        const int b = bh / NH, h = bh % NH;
+        const float *base = qkv + (size_t)b * T * C3 + h * hs;
+        float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
+        for (int t = 0; t < T; t++) {
+            float *dq = dbase + (size_t)t * C3;
+            for (int i = 0; i < hs; i++) dq[i] = dq[i + C] = dq[i + 2 * C] = 0.0f;
+        }
+        float dqa[hs];
+        for (int t = 0; t < T; t++) {
+            const float *q = base + (size_t)t * C3;
+            const float *d = dout + ((size_t)b * T + t) * C + h * hs, *o = out + ((size_t)b * T + t) * C + h * hs;
+            const float lse = state[(size_t)bh * T + t];
+            float D = 0;
+#pragma omp simd reduction(+ : D)
+            for (int i = 0; i < hs; i++) D += d[i] * o[i];
+            for (int i = 0; i < hs; i++) dqa[i] = 0.0f;
+            for (int j = 0; j <= t; j++) {
+                const float *k = base + (size_t)j * C3 + C, *v = k + C;
+                float *dk = dbase + (size_t)j * C3 + C, *dv = dk + C;
+                float sd = 0, dp = 0;
+#pragma omp simd reduction(+ : sd, dp)
+                for (int i = 0; i < hs; i++) {
+                    sd += q[i] * k[i];
+                    dp += d[i] * v[i];
+                }
+                const float p = vexp(sd * scale - lse);
+                const float ds = p * (dp - D) * scale;
+#pragma omp simd
+                for (int i = 0; i < hs; i++) {
+                    dv[i] += p * d[i];
+                    dqa[i] += ds * k[i];
+                    dk[i] += ds * q[i];
+                }
+            }
+            float *dq = dbase + (size_t)t * C3;
+            for (int i = 0; i < hs; i++) dq[i] = dqa[i];
+        }
+    }
+}
+
+/* ---- pointwise ---------------------------------------------------------------- */
+
+/* gelu(x) = 0.5 x (1 + tanh(u)) = x sigmoid(2u),  u = k (x + 0.044715 x^3) */
+static void gelu_forward(float *out, const float *inp, size_t N) {
+#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) {
+        const float x = inp[i];
+        const float u = GELU_K * (x + 0.044715f * x * x * x);
+        out[i] = x / (1.0f + vexp(-2.0f * u));
+    }
+}
+
+/* with sg = sigmoid(2u): 1 + tanh u = 2 sg, sech^2 u = 4 sg (1 - sg):
+ * gelu'(x) = sg + 2 x sg (1 - sg) k (1 + 3 0.044715 x^2).  dinp may alias dout. */
+static void gelu_backward(float *dinp, const float *inp, const float *dout, size_t N) {
+#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) {
+        const float x = inp[i];
+        const float u = GELU_K * (x + 0.044715f * x * x * x);
+        const float sg = 1.0f / (1.0f + vexp(-2.0f * u));
+        const float grad = sg + 2.0f * x * sg * (1.0f - sg) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = grad * dout[i];
+    }
+}
+
+static void residual_forward(float *out, const float *a, const float *b, size_t N) {
+#pragma omp parallel for simd schedule(static) if (N >= PAR_MIN)
+    for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
+}
+
+/* ---- softmax cross-entropy ----------------------------------------------------------- */
+
+static void softmax_xent_forward(float *losses, float *logits_probs, const int32_t *targets, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static) if (N > 1)
+    for (int n = 0; n < N; n++) {
+        float *row = logits_probs + (size_t)n * Vp;
+        float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+        for (int i = 0; i < V; i++) mx = row[i] > mx ? row[i] : mx;
+        const float lt = row[targets[n]];
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int i = 0; i < V; i++) {
+            const float e = vexp(row[i] - mx);
+            row[i] = e;
+            sum += e;
+        }
+        losses[n] = logf(sum) + mx - lt;
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int i = 0; i < V; i++) row[i] *= inv;
+        for (int i = V; i < Vp; i++) row[i] = 0.0f;
+    }
+}
+
+static void softmax_xent_backward(float *probs_dlogits, const int32_t *targets, float dloss, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static) if (N > 1)
+    for (int n = 0; n < N; n++) {
+        float *row = probs_dlogits + (size_t)n * Vp;
+#pragma omp simd
+        for (int i = 0; i < V; i++) row[i] *= dloss;
+        row[targets[n]] -= dloss;
+        for (int i = V; i < Vp; i++) row[i] = 0.0f;
+    }
+}
+
+/* ---- optimizer ---------------------------------------------------------------- */
+
+#define SUMSQ_CHUNKS 1024 /* fixed partition: the reduction order is independent of threads */
+
+static double sumsq(const float *x, size_t n) {
+    size_t chunk = (n + SUMSQ_CHUNKS - 1) / SUMSQ_CHUNKS;
+    if (chunk < 4096) chunk = 4096;
+    const int nch = (int)((n + chunk - 1) / chunk);
+    double part[SUMSQ_CHUNKS];
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (int c = 0; c < nch; c++) {
+        const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
+        double s = 0;
+#pragma omp simd reduction(+ : s)
+        for (size_t i = i0; i < i1; i++) s += (double)x[i] * x[i];
+        part[c] = s;
+    }
+    double s = 0;
+    for (int c = 0; c < nch; c++) s += part[c];
+    return s;
+}
+
+/* One pass over p, g, m, v (same arithmetic as ref_adamw, element by element). */
+static void adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float wd, float grad_scale, int t) {
+    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    /* one divide per element: sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref */
+    const float step = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)), decay = 1.0f - lr * wd;
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        const float gi = g[i] * grad_scale;
+        const float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_bc2_sqrt + eps);
+    }
+}
+
+static void zero(float *x, size_t n) {
+    const size_t chunk = 1 << 16;
+    const long nch = (long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static) if (nch > 1)
+    for (long c = 0; c < nch; c++) {
+        const size_t i0 = (size_t)c * chunk, len = i0 + chunk < n ? chunk : n - i0;
+        memset(x + i0, 0, len * sizeof(float));
+    }
+}
+
+const gpt2c_kernels OPS_TABLE = {
+    .name = "cpu",
+    .isa = OPS_ISA_NAME,
+    .encoder_forward = encoder_forward,
+    .encoder_backward = encoder_backward,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .residual_layernorm_forward = residual_layernorm_forward,
+    .matmul_forward = matmul_forward,
+    .matmul_backward = matmul_backward,
+    .attention_state_floats = attention_state_floats,
+    .attention_forward = attention_forward,
+    .attention_scratch_floats = attention_scratch_floats,
+    .attention_backward = attention_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .residual_forward = residual_forward,
+    .softmax_xent_forward = softmax_xent_forward,
+    .softmax_xent_backward = softmax_xent_backward,
+    .sumsq = sumsq,
+    .adamw = adamw,
+    .zero = zero,
+};

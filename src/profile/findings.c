@@ -1,0 +1,83 @@
+/* Findings: the bottlenecks the numbers show, each with the lever that
+ * addresses it.  Only measured figures are quoted. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "profile/session.h"
+
+const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
+    if (!s->have_peak || !S_have(s, g, F_AI)) return "";
+    return S_mean(s, g, F_AI) < s->peak.gflops / s->peak.read_gbs ? "memory-bound" : "compute-bound";
+}
+
+#define ADD(...)                                                              \
+    do {                                                                      \
+        if (n < max) snprintf(lines[n++], sizeof lines[0], __VA_ARGS__);      \
+    } while (0)
+
+static double pct(const gpt2c_profile_session *s, int g) {
+    return S_have(s, g, F_MS) && S_mean(s, G_STEP, F_MS) > 0 ? 100 * S_mean(s, g, F_MS) / S_mean(s, G_STEP, F_MS) : 0;
+}
+
+int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
+    int n = 0;
+    double step = S_mean(s, G_STEP, F_MS);
+    /* biggest op */
+    int top = -1;
+    for (int o = 0; o < GPT2C_OP_COUNT; o++)
+        if (S_have(s, G_OP0 + o, F_MS) && (top < 0 || S_mean(s, G_OP0 + o, F_MS) > S_mean(s, G_OP0 + top, F_MS))) top = o;
+    if (top >= 0) {
+        int g = G_OP0 + top;
+        if (s->have_peak && S_have(s, g, F_GFLOPS))
+            ADD("%s is the top op: %.1f%% of the step at %.1f GFLOP/s = %.1f%% of this machine's %.0f GFLOP/s peak (%s) -> %s",
+                gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GFLOPS), 100 * S_mean(s, g, F_GFLOPS) / s->peak.gflops,
+                s->peak.gflops, gpt2c_prof_bound(s, g),
+                strncmp(gpt2c_op_name((gpt2c_op)top), "matmul", 6) == 0 ? "a blocked, register-tiled GEMM kernel or the BLAS backend"
+                                                                         : "fuse or vectorise this op");
+        else
+            ADD("%s is the top op: %.1f%% of the step", gpt2c_op_name((gpt2c_op)top), pct(s, g));
+    }
+    int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER;
+    if (pct(s, opt) > 5)
+        ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW + zero-grad, %s) -> fused single-pass AdamW (norm, clip and update in one sweep over the slabs)",
+            pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic");
+    int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
+    if (S_have(s, core, F_MS))
+        ADD("attention core (softmax(QK^T)V, O(T^2)) is %.1f%% of the step at T=%d (attention layers %.1f%%, FFN %.1f%%); its share grows with T -> fused (flash-style) attention for long sequences",
+            pct(s, core), s->T, pct(s, att), pct(s, ffn));
+    int mem_ops[] = {GPT2C_OP_GELU, GPT2C_OP_RESIDUAL_LAYERNORM, GPT2C_OP_LAYERNORM, GPT2C_OP_SOFTMAX_XENT};
+    double mem_pct = 0;
+    for (int i = 0; i < 4; i++) mem_pct += pct(s, G_OP0 + mem_ops[i]);
+    if (mem_pct > 3)
+        ADD("pointwise/normalisation ops (gelu, layernorms, softmax-xent) take %.1f%% of the step at low arithmetic intensity -> fuse them into the neighbouring matmul epilogues",
+            mem_pct);
+    int data = G_PHASE0 + GPT2C_PHASE_DATA, ev = G_PHASE0 + GPT2C_PHASE_EVAL;
+    if (pct(s, data) > 2) ADD("data loading is %.1f%% of the step -> prefetch the next batch on a spare thread", pct(s, data));
+    if (S_have(s, ev, F_MS) && pct(s, ev) > 2)
+        ADD("eval is %.1f%% of the step time on average -> evaluate less often or on fewer batches", pct(s, ev));
+    if (S_have(s, G_STEP, F_CPU_UTIL) && S_mean(s, G_STEP, F_CPU_UTIL) < 80)
+        ADD("threads are busy %.0f%% of op time on average (task-clock / (wall x %d threads)) -> larger parallel regions, less serial work between ops",
+            S_mean(s, G_STEP, F_CPU_UTIL), s->nthreads);
+    for (int i = 0; i < s->nscaling; i++) {
+        const scaling_row *r = &s->scaling[i];
+        if (!r->step_ms.n) continue;
+        for (int j = 0; j < s->nscaling; j++) {
+            const scaling_row *q = &s->scaling[j];
+            if (!q->step_ms.n || strcmp(q->backend, r->backend) || q->threads >= r->threads) continue;
+            double eff = (q->step_ms.mean / r->step_ms.mean) / ((double)r->threads / q->threads);
+            if (eff < 0.8)
+                ADD("%s: %d -> %d threads gives %.2fx (efficiency %.0f%%) -> look at serial ops and memory bandwidth (shared host: other load counts too)",
+                    r->backend, q->threads, r->threads, q->step_ms.mean / r->step_ms.mean, 100 * eff);
+            break;
+        }
+    }
+    if (s->have_peak && S_have(s, G_STEP, F_GFLOPS))
+        ADD("whole step: %.1f GFLOP/s = %.1f%% of peak (%.1f ms/step)", S_mean(s, G_STEP, F_GFLOPS),
+            100 * S_mean(s, G_STEP, F_GFLOPS) / s->peak.gflops, step);
+    if (s->ctr && gpt2c_counters_min_running_ratio(s->ctr) < 0.999)
+        ADD("hardware counters were multiplexed (min running/enabled %.2f): counts are scaled estimates of the kernel's sampling, ratios within a group are exact",
+            gpt2c_counters_min_running_ratio(s->ctr));
+    if (s->prof.dropped) ADD("%zu scopes did not fit the event buffer: raise max_events", s->prof.dropped);
+    return n;
+}

@@ -1,0 +1,269 @@
+/* Machine peaks: FMA GFLOP/s per ISA and streaming read GB/s (see gpt2c/peak.h). */
+#include <errno.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/peak.h"
+#include "profile/peak_kernels.h"
+
+static int isa_supported(int isa) { return gpt2c_cpu_has_isa((gpt2c_isa)isa); }
+
+/* Scalar: 8 independent mul+add chains (2 FLOPs each; no FMA instruction in
+ * the base build, ISO C forbids contracting them). */
+static float fma_scalar(long iters) {
+    float acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = 0.001f * (float)i;
+    volatile float va = 0.999999f, vb = 1e-7f;
+    float a = va, b = vb;
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 8; i++) acc[i] = acc[i] * a + b;
+    float s = 0;
+    for (int i = 0; i < 8; i++) s += acc[i];
+    return s;
+}
+
+static float run_fma(int isa, long iters) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == GPT2C_ISA_AVX512) return gpt2c_peak_fma_avx512(iters);
+    if (isa == GPT2C_ISA_AVX2) return gpt2c_peak_fma_avx2(iters);
+#endif
+    return fma_scalar(iters);
+}
+
+static double flops_per_iter(int isa) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == GPT2C_ISA_AVX512) return gpt2c_peak_fma_flops_per_iter_avx512;
+    if (isa == GPT2C_ISA_AVX2) return gpt2c_peak_fma_flops_per_iter_avx2;
+#endif
+    return 16;
+}
+
+static volatile float sink;
+
+/* Seconds for every thread to run `iters` rounds, timed between barriers. */
+static double time_fma(int isa, int threads, long iters) {
+    double secs = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        uint64_t t0 = 0;
+#pragma omp barrier
+#pragma omp master
+        t0 = gpt2c_now_ns();
+        float r = run_fma(isa, iters);
+#pragma omp barrier
+#pragma omp master
+        secs = (double)(gpt2c_now_ns() - t0) * 1e-9;
+#pragma omp atomic
+        sink += r;
+    }
+    return secs;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double measure_fma(int isa, int threads, int runs) {
+    long iters = 100000;
+    double t = time_fma(isa, threads, iters);
+    while (t < 0.02) { /* calibrate to about 0.15 s per run */
+        iters *= 4;
+        t = time_fma(isa, threads, iters);
+    }
+    iters = (long)((double)iters * 0.15 / t) + 1;
+    double g[32];
+    for (int r = 0; r < runs; r++) g[r] = flops_per_iter(isa) * (double)iters * threads / time_fma(isa, threads, iters) * 1e-9;
+    return median(g, runs);
+}
+
+static float sum_chunk(const float *x, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa_supported(GPT2C_ISA_AVX512)) return gpt2c_peak_sum_avx512(x, n);
+    if (isa_supported(GPT2C_ISA_AVX2)) return gpt2c_peak_sum_avx2(x, n);
+#endif
+    float s[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += x[i + j];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+/* 128 MiB: four times a 32 MiB last-level cache; each thread streams its share. */
+static gpt2c_status measure_read(int threads, int runs, double *gbs) {
+    const size_t n = (size_t)32 << 20, passes = 8;
+    float *x = gpt2c_alloc(n * sizeof(float), "peak bandwidth array");
+    if (!x) return GPT2C_ERR_NOMEM;
+    double g[32];
+    for (int r = 0; r < runs; r++) {
+        uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(threads)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
+            if (r == 0)
+                for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f; /* first touch by the reader */
+            float s = 0;
+#pragma omp barrier
+#pragma omp master
+            t0 = gpt2c_now_ns();
+            for (size_t p = 0; p < passes; p++) s += sum_chunk(x + lo, chunk);
+#pragma omp barrier
+#pragma omp master
+            t1 = gpt2c_now_ns();
+#pragma omp atomic
+            sink += s;
+        }
+        size_t chunk = (n / (size_t)threads) & ~(size_t)63;
+        g[r] = (double)chunk * threads * sizeof(float) * passes / ((double)(t1 - t0) * 1e-9) * 1e-9;
+    }
+    gpt2c_free(x);
+    *gbs = median(g, runs);
+    return GPT2C_OK;
+}
+
+static void cpu_model(char *buf, size_t n) {
+    snprintf(buf, n, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0) {
+            char *p = strchr(line, ':');
+            if (!p) break;
+            for (p++; *p == ' '; p++) {}
+            p[strcspn(p, "\n")] = 0;
+            for (char *q = p; *q; q++)
+                if (*q == '"' || *q == '\\') *q = ' '; /* keeps the cache's JSON trivial */
+            snprintf(buf, n, "%s", p);
+            break;
+        }
+    fclose(f);
+}
+
+gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
+    if (threads <= 0) threads = omp_get_num_procs();
+    if (runs < 1 || runs > 32) return gpt2c_fail(GPT2C_ERR_ARG, "peak: runs must be in [1, 32] (got %d)", runs);
+    memset(o, 0, sizeof *o);
+    cpu_model(o->cpu, sizeof o->cpu);
+    o->threads = threads;
+    o->runs = runs;
+    o->best_isa = "scalar";
+    for (int isa = 0; isa < GPT2C_ISA_COUNT; isa++) {
+        if (!isa_supported(isa)) continue;
+        o->fma_gflops[isa] = measure_fma(isa, threads, runs);
+        if (o->fma_gflops[isa] > o->gflops) {
+            o->gflops = o->fma_gflops[isa];
+            o->best_isa = gpt2c_isa_name((gpt2c_isa)isa);
+        }
+    }
+    return measure_read(threads, runs, &o->read_gbs);
+}
+
+static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    buf[0] = dir[0] = 0;
+    if (x && x[0]) snprintf(dir, dn, "%s/gpt2c", x);
+    else if (h && h[0]) snprintf(dir, dn, "%s/.cache/gpt2c", h);
+    else return;
+    snprintf(buf, n, "%s/peak.json", dir);
+}
+
+/* One entry per line, as written by cache_store. */
+static int parse_line(const char *line, gpt2c_peak *p) {
+    const char *c = strstr(line, "\"cpu\":\"");
+    if (!c) return 0;
+    c += 7;
+    const char *e = strchr(c, '"');
+    if (!e || (size_t)(e - c) >= sizeof p->cpu) return 0;
+    memset(p, 0, sizeof *p);
+    memcpy(p->cpu, c, (size_t)(e - c));
+    if (sscanf(e, "\",\"threads\":%d,\"avx512_gflops\":%lf,\"avx2_gflops\":%lf,\"scalar_gflops\":%lf,\"read_gbs\":%lf,\"runs\":%d",
+               &p->threads, &p->fma_gflops[0], &p->fma_gflops[1], &p->fma_gflops[2], &p->read_gbs, &p->runs) != 6)
+        return 0;
+    p->best_isa = "scalar";
+    for (int i = 0; i < GPT2C_ISA_COUNT; i++)
+        if (p->fma_gflops[i] > p->gflops) {
+            p->gflops = p->fma_gflops[i];
+            p->best_isa = gpt2c_isa_name((gpt2c_isa)i);
+        }
+    return p->gflops > 0 && p->read_gbs > 0;
+}
+
+static void entry_line(const gpt2c_peak *p, char *buf, size_t n) {
+    snprintf(buf, n,
+             "{\"cpu\":\"%s\",\"threads\":%d,\"avx512_gflops\":%.3f,\"avx2_gflops\":%.3f,\"scalar_gflops\":%.3f,"
+             "\"read_gbs\":%.3f,\"runs\":%d}",
+             p->cpu, p->threads, p->fma_gflops[0], p->fma_gflops[1], p->fma_gflops[2], p->read_gbs, p->runs);
+}
+
+/* Rewrites the cache with this entry replacing any of the same key; failure is not fatal. */
+static int cache_store(const char *path, const char *dir, const gpt2c_peak *p) {
+    char parent[600];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash) {
+        *slash = 0;
+        mkdir(parent, 0755);
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 0;
+    char lines[64][512];
+    int n = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char line[512];
+        while (n < 63 && fgets(line, sizeof line, f)) {
+            gpt2c_peak q;
+            if (!parse_line(line, &q) || (strcmp(q.cpu, p->cpu) == 0 && q.threads == p->threads)) continue;
+            entry_line(&q, lines[n++], sizeof lines[0]);
+        }
+        fclose(f);
+    }
+    entry_line(p, lines[n++], sizeof lines[0]);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f) return 0;
+    fprintf(f, "{\"version\":1,\"entries\":[\n");
+    for (int i = 0; i < n; i++) fprintf(f, "%s%s\n", lines[i], i + 1 < n ? "," : "");
+    fprintf(f, "]}\n");
+    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    if (!ok) remove(tmp);
+    return ok;
+}
+
+gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) {
+    if (threads <= 0) threads = omp_get_num_procs();
+    char path[512], dir[512];
+    cache_path(path, sizeof path, dir, sizeof dir);
+    char cpu[128];
+    cpu_model(cpu, sizeof cpu);
+    if (!remeasure && path[0]) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            char line[512];
+            gpt2c_peak q;
+            int found = 0;
+            while (!found && fgets(line, sizeof line, f))
+                found = parse_line(line, &q) && strcmp(q.cpu, cpu) == 0 && q.threads == threads;
+            fclose(f);
+            if (found) {
+                *out = q;
+                out->from_cache = 1;
+                snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
+                return GPT2C_OK;
+            }
+        }
+    }
+    GPT2C_TRY(gpt2c_peak_measure(threads, 5, out));
+    if (path[0] && cache_store(path, dir, out)) snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
+    return GPT2C_OK;
+}

@@ -1,0 +1,19 @@
+/* Peak-measurement inner loops, one per ISA (peak_avx512.c, peak_avx2.c are
+ * compiled with their ISA flags; called only after a CPUID check). */
+#ifndef GPT2C_PROFILE_PEAK_KERNELS_H
+#define GPT2C_PROFILE_PEAK_KERNELS_H
+
+#include <stddef.h>
+
+/* Runs `iters` rounds of independent FMAs; returns a value that depends on
+ * every accumulator (so the loop is not optimised away).  FLOPs done:
+ * iters * peak_fma_flops_per_iter_<isa>. */
+float gpt2c_peak_fma_avx512(long iters);
+float gpt2c_peak_fma_avx2(long iters);
+extern const double gpt2c_peak_fma_flops_per_iter_avx512;
+extern const double gpt2c_peak_fma_flops_per_iter_avx2;
+/* Sum of n floats (n a multiple of 64), with several independent accumulators. */
+float gpt2c_peak_sum_avx512(const float *x, size_t n);
+float gpt2c_peak_sum_avx2(const float *x, size_t n);
+
+#endif

@@ -1,0 +1,31 @@
+/* A growable string buffer for the writers (JSON, CSV, SVG, HTML). Allocation
+ * failure is sticky: sb->failed, checked once at the end. */
+#ifndef GPT2C_PROFILE_SBUF_H
+#define GPT2C_PROFILE_SBUF_H
+
+#include <stddef.h>
+
+#include "gpt2c/status.h"
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int failed;
+} sbuf;
+
+void sb_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void sb_puts(sbuf *b, const char *s);
+/* s escaped for a JSON string (without the quotes) / for HTML text. */
+void sb_json_str(sbuf *b, const char *s);
+void sb_html(sbuf *b, const char *s);
+/* A number for JSON: null when not finite. */
+void sb_json_num(sbuf *b, double v);
+void sb_free(sbuf *b);
+/* Writes the buffer atomically to dir/name. */
+gpt2c_status sb_write_file(sbuf *b, const char *dir, const char *name);
+
+#endif

@@ -1,0 +1,118 @@
+/* Profiling session internals, shared by session.c (recording, aggregation)
+ * and the writers (trace.c, report.c, svg.c, findings.c). */
+#ifndef GPT2C_PROFILE_SESSION_INTERNAL_H
+#define GPT2C_PROFILE_SESSION_INTERNAL_H
+
+#include <stdint.h>
+
+#include "gpt2c/profile_session.h"
+#include "profile/counters.h"
+#include "profile/sbuf.h"
+
+/* Aggregation groups: each event adds into its op kind, layer type, phase,
+ * the whole step, and the seed study's components (forward only). */
+enum {
+    G_STEP = 0,
+    G_PHASE0 = 1,
+    G_LT0 = G_PHASE0 + GPT2C_PHASE_COUNT,
+    G_OP0 = G_LT0 + GPT2C_LT_COUNT,
+    G_COMP0 = G_OP0 + GPT2C_OP_COUNT,
+    G_COUNT = G_COMP0 + 6
+};
+enum { COMP_FULL_FWD, COMP_FWD_LOSS, COMP_BLOCK, COMP_ATTN, COMP_FFN, COMP_EMB, COMP_COUNT };
+
+/* Fields of a group: raw sums per step, then metrics derived per trial. */
+enum {
+    F_MS, F_OPMS, F_CALLS, F_FLOPS, F_BYTES, /* F_MS: wall (spans for step/phase); F_OPMS: sum of op scopes */
+    F_CTR0,                        /* GPT2C_CTR_COUNT raw counters */
+    F_GFLOPS = F_CTR0 + GPT2C_CTR_COUNT, F_GBS, F_AI, F_PCT_STEP,
+    F_CPU_UTIL,                    /* task-clock / (wall * threads) */
+    F_CPI, F_L1D_MPKI, F_LLC_MPKI, F_BR_MPKI,
+    F_TD_FE, F_TD_BS, F_TD_BE, F_TD_RET, F_TD_SMT, F_TD_MEM, F_TD_CORE,
+    F_COUNT
+};
+#define M_COUNT (G_COUNT * F_COUNT)
+
+const char *gpt2c_group_name(int g, char *buf, size_t n); /* "op:matmul_fc", "lt:attention", ... */
+const char *gpt2c_field_name(int f);
+const char *gpt2c_comp_name(int c);
+
+typedef struct {
+    uint64_t t0, t1;
+    int32_t step;
+    int8_t is_step; /* 1 step span, 0 phase span */
+    uint8_t phase;
+} span;
+
+typedef struct {
+    char backend[16];
+    int threads;
+    gpt2c_stat step_ms;
+    char reason[200];
+} scaling_row;
+
+struct gpt2c_profile_session {
+    gpt2c_model *m;
+    gpt2c_profiler prof;
+    gpt2c_counters *ctr; /* NULL: counters off */
+    int nthreads, L, B, T;
+    char model_name[128], backend[32], command_line[2048];
+    uint64_t t_origin;
+
+    double *ev_ctr;     /* [cap][GPT2C_CTR_COUNT] per event, when counters are on */
+    double *ev_thr;     /* [cap][nthreads] task-clock ns per thread per event */
+    uint64_t *snap_a, *snap_b;
+
+    span *spans;
+    size_t nspans, span_cap;
+    size_t trace_events, trace_spans; /* frozen prefix kept for the trace */
+    int trace_full;
+    size_t eps; /* events-per-step bound */
+
+    int in_step, cur_phase, step;
+    uint64_t step_t0, phase_t0;
+    size_t step_first;
+
+    double *acc;   /* [M_COUNT] sums over the steps of the open trial */
+    int acc_steps;
+    /* running statistics over trials (Welford), so long runs need no storage */
+    double *st_mean, *st_m2, *st_min, *st_max;
+    int *st_n;
+    int ntrials, auto_trials;
+    size_t steps_total;
+
+    gpt2c_stat *stats; /* [M_COUNT] after end */
+    int ended;
+
+    gpt2c_peak peak;
+    int have_peak;
+    char peak_reason[256];
+
+    scaling_row scaling[64];
+    int nscaling;
+    double ovh_off, ovh_on, ovh_ctr;
+};
+
+static inline double S_mean(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].mean; }
+static inline const gpt2c_stat *S_stat(const gpt2c_profile_session *s, int g, int f) { return &s->stats[g * F_COUNT + f]; }
+static inline int S_have(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].n > 0; }
+
+/* writers */
+gpt2c_status gpt2c_prof_write_trace(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_render_text(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b);
+/* charts: id is the svg element id */
+void gpt2c_prof_svg_top_ops(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_svg_attn_ffn(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_svg_phases(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_svg_layer_types(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b);
+void gpt2c_prof_svg_scaling(gpt2c_profile_session *s, sbuf *b);
+/* findings: up to max lines, each "bottleneck with numbers -> lever" */
+int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max);
+/* "compute-bound" / "memory-bound" / "" for a group, from its AI and the ridge point */
+const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g);
+
+#endif

@@ -1,0 +1,290 @@
+/* The cpu backend against the ref oracle, op by op, on random shapes that are
+ * not multiples of any block size, for every ISA path this CPU can run
+ * (forced one by one), with 1 and 2 threads giving bitwise-identical results.
+ *
+ * Tolerances are relative to the largest |ref| value of each output
+ * (tu_max_rel_err): fp32 arithmetic against the double-accumulating ref,
+ * 2e-5 for single-pass ops, scaled up with sqrt(reduction length) for GEMMs
+ * and attention, whose fp32 sums grow error that way. */
+#include <stdint.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+static const gpt2c_kernels *REF, *CPU;
+static const char *g_isa = "";
+static int g_bitwise = 1; /* 0 for blas: OpenBLAS's sums depend on its thread count */
+
+static float *rnd(size_t n, uint64_t seed, float scale) {
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, seed, n);
+    for (size_t i = 0; i < n; i++) x[i] = (2.0f * gpt2c_rng_uniform(&r) - 1.0f) * scale;
+    return x;
+}
+static float *dup(const float *x, size_t n) {
+    float *y = malloc(sizeof(float) * (n ? n : 1));
+    memcpy(y, x, sizeof(float) * n);
+    return y;
+}
+
+/* checks cpu output `a` (threads=1) against ref and against `b` (threads=2) bitwise */
+static void check(const char *what, const float *a, const float *b, const float *ref, size_t n, double tol) {
+    double e = tu_max_rel_err(a, ref, n, 1e-6);
+    CHECK_MSG(e <= tol, "[%s] %s: rel err %.3g > %.3g", g_isa, what, e, tol);
+    if (g_bitwise) CHECK_MSG(memcmp(a, b, sizeof(float) * n) == 0, "[%s] %s: 1 and 2 threads differ", g_isa, what);
+}
+
+static double gemm_tol(int K) { return 2e-6 * (4 + sqrt((double)K)); }
+
+static void test_matmul(int N, int IC, int OC, int use_bias) {
+    char what[96];
+    float *inp = rnd((size_t)N * IC, 1, 1), *w = rnd((size_t)OC * IC, 2, 1), *bias = use_bias ? rnd(OC, 3, 1) : NULL;
+    float *dout = rnd((size_t)N * OC, 4, 1), *dw0 = rnd((size_t)OC * IC, 5, 1), *db0 = rnd(OC, 6, 1);
+    const size_t no = (size_t)N * OC, ni = (size_t)N * IC, nw = (size_t)OC * IC;
+    float *out_r = malloc(4 * no), *out[2] = {malloc(4 * no), malloc(4 * no)};
+    float *dinp_r = malloc(4 * ni), *dinp[2] = {malloc(4 * ni), malloc(4 * ni)};
+    float *dw_r = dup(dw0, nw), *dw[2] = {dup(dw0, nw), dup(dw0, nw)};
+    float *db_r = dup(db0, OC), *db[2] = {dup(db0, OC), dup(db0, OC)};
+    REF->matmul_forward(out_r, inp, w, bias, N, IC, OC);
+    REF->matmul_backward(dinp_r, dw_r, use_bias ? db_r : NULL, dout, inp, w, N, IC, OC);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        CPU->matmul_forward(out[t], inp, w, bias, N, IC, OC);
+        CPU->matmul_backward(dinp[t], dw[t], use_bias ? db[t] : NULL, dout, inp, w, N, IC, OC);
+    }
+    snprintf(what, sizeof what, "matmul fwd N=%d IC=%d OC=%d bias=%d", N, IC, OC, use_bias);
+    check(what, out[0], out[1], out_r, no, gemm_tol(IC));
+    snprintf(what, sizeof what, "matmul dinp N=%d IC=%d OC=%d", N, IC, OC);
+    check(what, dinp[0], dinp[1], dinp_r, ni, gemm_tol(OC));
+    snprintf(what, sizeof what, "matmul dw N=%d IC=%d OC=%d", N, IC, OC);
+    check(what, dw[0], dw[1], dw_r, nw, gemm_tol(N));
+    snprintf(what, sizeof what, "matmul dbias N=%d OC=%d", N, OC);
+    check(what, db[0], db[1], db_r, OC, gemm_tol(N));
+    /* dinp == NULL is skipped, dw still accumulates */
+    float *dw2 = dup(dw0, nw);
+    CPU->matmul_backward(NULL, dw2, NULL, dout, inp, w, N, IC, OC);
+    if (g_bitwise) CHECK_MSG(memcmp(dw2, dw[0], 4 * nw) == 0, "[%s] matmul dinp=NULL changes dw", g_isa);
+    free(dw2);
+    free(inp), free(w), free(bias), free(dout), free(dw0), free(db0), free(out_r), free(dinp_r), free(dw_r), free(db_r);
+    for (int t = 0; t < 2; t++) free(out[t]), free(dinp[t]), free(dw[t]), free(db[t]);
+}
+
+static void test_layernorm(int N, int C) {
+    char what[64];
+    const size_t n = (size_t)N * C;
+    float *x = rnd(n, 11, 2), *y = rnd(n, 12, 1), *w = rnd(C, 13, 1), *b = rnd(C, 14, 1), *d = rnd(n, 15, 1);
+    float *o_r = malloc(4 * n), *res_r = malloc(4 * n), *m_r = malloc(4 * N), *s_r = malloc(4 * N);
+    float *dx0 = rnd(n, 16, 1), *dw0 = rnd(C, 17, 1), *db0 = rnd(C, 18, 1);
+    float *dx_r = dup(dx0, n), *dw_r = dup(dw0, C), *db_r = dup(db0, C);
+    REF->residual_layernorm_forward(res_r, o_r, m_r, s_r, x, y, w, b, N, C);
+    REF->layernorm_backward(dx_r, dw_r, db_r, d, res_r, w, m_r, s_r, N, C);
+    float *o[2], *res[2], *m[2], *s[2], *dx[2], *dw[2], *db[2], *o2[2];
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        o[t] = malloc(4 * n), res[t] = malloc(4 * n), m[t] = malloc(4 * N), s[t] = malloc(4 * N), o2[t] = malloc(4 * n);
+        dx[t] = dup(dx0, n), dw[t] = dup(dw0, C), db[t] = dup(db0, C);
+        CPU->residual_layernorm_forward(res[t], o[t], m[t], s[t], x, y, w, b, N, C);
+        CPU->layernorm_forward(o2[t], m[t], s[t], res_r, w, b, N, C);
+        CPU->layernorm_backward(dx[t], dw[t], db[t], d, res_r, w, m_r, s_r, N, C);
+    }
+    snprintf(what, sizeof what, "residual N=%d C=%d", N, C);
+    check(what, res[0], res[1], res_r, n, 1e-7);
+    snprintf(what, sizeof what, "residual_layernorm N=%d C=%d", N, C);
+    check(what, o[0], o[1], o_r, n, 2e-5);
+    snprintf(what, sizeof what, "layernorm fwd N=%d C=%d", N, C);
+    check(what, o2[0], o2[1], o_r, n, 2e-5);
+    check("layernorm mean", m[0], m[1], m_r, N, 2e-5);
+    check("layernorm rstd", s[0], s[1], s_r, N, 2e-5);
+    snprintf(what, sizeof what, "layernorm dx N=%d C=%d", N, C);
+    check(what, dx[0], dx[1], dx_r, n, 5e-5);
+    snprintf(what, sizeof what, "layernorm dw N=%d C=%d", N, C);
+    check(what, dw[0], dw[1], dw_r, C, gemm_tol(N));
+    check("layernorm db", db[0], db[1], db_r, C, gemm_tol(N));
+    free(x), free(y), free(w), free(b), free(d), free(o_r), free(res_r), free(m_r), free(s_r), free(dx0), free(dw0),
+        free(db0), free(dx_r), free(dw_r), free(db_r);
+    for (int t = 0; t < 2; t++) free(o[t]), free(res[t]), free(m[t]), free(s[t]), free(dx[t]), free(dw[t]), free(db[t]), free(o2[t]);
+}
+
+static void test_attention(int B, int T, int C, int NH) {
+    char what[80];
+    const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+    float *qkv = rnd(nq, 21, 2), *dout = rnd(no, 22, 1);
+    float *st_r = malloc(4 * REF->attention_state_floats(B, T, NH)), *sc_r = malloc(4 * REF->attention_scratch_floats(B, T, NH));
+    float *out_r = malloc(4 * no), *dq_r = malloc(4 * nq);
+    REF->attention_forward(out_r, st_r, qkv, B, T, C, NH);
+    REF->attention_backward(dq_r, sc_r, dout, qkv, out_r, st_r, B, T, C, NH);
+    float *out[2], *dq[2];
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        float *st = malloc(4 * CPU->attention_state_floats(B, T, NH)), *sc = malloc(4 * CPU->attention_scratch_floats(B, T, NH));
+        out[t] = malloc(4 * no), dq[t] = malloc(4 * nq);
+        CPU->attention_forward(out[t], st, qkv, B, T, C, NH);
+        CPU->attention_backward(dq[t], sc, dout, qkv, out[t], st, B, T, C, NH);
+        free(st), free(sc);
+    }
+    snprintf(what, sizeof what, "attention fwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
+    check(what, out[0], out[1], out_r, no, 4e-6 * (4 + sqrt((double)T)));
+    snprintf(what, sizeof what, "attention bwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
+    check(what, dq[0], dq[1], dq_r, nq, 1e-5 * (4 + sqrt((double)T)));
+    free(qkv), free(dout), free(st_r), free(sc_r), free(out_r), free(dq_r);
+    for (int t = 0; t < 2; t++) free(out[t]), free(dq[t]);
+}
+
+static void test_pointwise(size_t n) {
+    float *x = rnd(n, 31, 5), *d = rnd(n, 32, 1), *y = rnd(n, 33, 1);
+    float *o_r = malloc(4 * n), *g_r = malloc(4 * n), *o[2], *g[2];
+    REF->gelu_forward(o_r, x, n);
+    REF->gelu_backward(g_r, x, d, n);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        o[t] = malloc(4 * n);
+        g[t] = dup(d, n);
+        CPU->gelu_forward(o[t], x, n);
+        CPU->gelu_backward(g[t], x, g[t], n); /* in place, as the model calls it */
+    }
+    check("gelu fwd", o[0], o[1], o_r, n, 2e-6);
+    check("gelu bwd (in place)", g[0], g[1], g_r, n, 2e-6);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        CPU->residual_forward(o[t], x, y, n);
+    }
+    REF->residual_forward(o_r, x, y, n);
+    check("residual", o[0], o[1], o_r, n, 0);
+    /* sumsq, zero */
+    double s_r = REF->sumsq(x, n), s[2];
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        s[t] = CPU->sumsq(x, n);
+        CPU->zero(o[t], n);
+    }
+    CHECK_MSG(fabs(s[0] - s_r) <= 1e-12 * s_r + 1e-30 && s[0] == s[1], "[%s] sumsq n=%zu: %.17g %.17g ref %.17g", g_isa, n, s[0], s[1], s_r);
+    memset(o_r, 0, 4 * n);
+    check("zero", o[0], o[1], o_r, n, 0);
+    /* adamw: 3 steps */
+    float *p_r = rnd(n, 34, 1), *m_r = rnd(n, 35, 0.1f), *v_r = rnd(n, 36, 0.1f), *p[2], *m[2], *v[2];
+    for (size_t i = 0; i < n; i++) v_r[i] = fabsf(v_r[i]);
+    for (int t = 0; t < 2; t++) p[t] = dup(p_r, n), m[t] = dup(m_r, n), v[t] = dup(v_r, n);
+    for (int step = 1; step <= 3; step++) {
+        REF->adamw(p_r, d, m_r, v_r, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, step);
+        for (int t = 0; t < 2; t++) {
+            gpt2c_set_threads(t + 1);
+            CPU->adamw(p[t], d, m[t], v[t], n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, step);
+        }
+    }
+    check("adamw p", p[0], p[1], p_r, n, 1e-6);
+    check("adamw m", m[0], m[1], m_r, n, 1e-6);
+    check("adamw v", v[0], v[1], v_r, n, 1e-6);
+    free(x), free(d), free(y), free(o_r), free(g_r), free(p_r), free(m_r), free(v_r);
+    for (int t = 0; t < 2; t++) free(o[t]), free(g[t]), free(p[t]), free(m[t]), free(v[t]);
+}
+
+static void test_xent(int N, int V) {
+    const int Vp = V + 7;
+    const size_t n = (size_t)N * Vp;
+    float *lg = rnd(n, 41, 8);
+    int32_t *tg = malloc(4 * N);
+    for (int i = 0; i < N; i++) tg[i] = (i * 7919) % V;
+    float *p_r = dup(lg, n), *l_r = malloc(4 * N), *p[2], *l[2];
+    REF->softmax_xent_forward(l_r, p_r, tg, N, V, Vp);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        p[t] = dup(lg, n), l[t] = malloc(4 * N);
+        CPU->softmax_xent_forward(l[t], p[t], tg, N, V, Vp);
+    }
+    check("xent probs", p[0], p[1], p_r, n, 2e-5);
+    check("xent losses", l[0], l[1], l_r, N, 2e-5);
+    REF->softmax_xent_backward(p_r, tg, 0.25f, N, V, Vp);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        CPU->softmax_xent_backward(p[t], tg, 0.25f, N, V, Vp);
+    }
+    check("xent dlogits", p[0], p[1], p_r, n, 2e-5);
+    free(lg), free(tg), free(p_r), free(l_r);
+    for (int t = 0; t < 2; t++) free(p[t]), free(l[t]);
+}
+
+static void test_encoder(int B, int T, int C) {
+    const int V = 7, N = B * T;
+    float *wte = rnd((size_t)V * C, 51, 1), *wpe = rnd((size_t)T * C, 52, 1), *d = rnd((size_t)N * C, 53, 1);
+    int32_t *tok = malloc(4 * N);
+    for (int i = 0; i < N; i++) tok[i] = (i * 3) % V; /* repeats */
+    float *o_r = malloc(4 * (size_t)N * C), *dte_r = rnd((size_t)V * C, 54, 1), *dpe_r = rnd((size_t)T * C, 55, 1);
+    float *o[2], *dte[2], *dpe[2];
+    for (int t = 0; t < 2; t++) o[t] = malloc(4 * (size_t)N * C), dte[t] = dup(dte_r, (size_t)V * C), dpe[t] = dup(dpe_r, (size_t)T * C);
+    REF->encoder_forward(o_r, tok, wte, wpe, B, T, C);
+    REF->encoder_backward(dte_r, dpe_r, d, tok, B, T, C);
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        CPU->encoder_forward(o[t], tok, wte, wpe, B, T, C);
+        CPU->encoder_backward(dte[t], dpe[t], d, tok, B, T, C);
+    }
+    check("encoder fwd", o[0], o[1], o_r, (size_t)N * C, 0);
+    check("encoder dwte", dte[0], dte[1], dte_r, (size_t)V * C, 1e-6);
+    check("encoder dwpe", dpe[0], dpe[1], dpe_r, (size_t)T * C, 1e-6);
+    free(wte), free(wpe), free(d), free(tok), free(o_r), free(dte_r), free(dpe_r);
+    for (int t = 0; t < 2; t++) free(o[t]), free(dte[t]), free(dpe[t]);
+}
+
+int main(void) {
+    CHECK_OK(gpt2c_kernels_get("ref", &REF));
+    CHECK_OK(gpt2c_kernels_get("cpu", &CPU));
+    CHECK_FAILS(gpt2c_cpu_force_isa("sse9"), GPT2C_ERR_ARG);
+    const char *isas[] = {"avx512", "avx2", "scalar"};
+    int ran = 0;
+    for (int k = 0; k < 3; k++) {
+        if (gpt2c_cpu_force_isa(isas[k]) != GPT2C_OK) {
+            printf("  %s: not runnable here (%s), skipped\n", isas[k], gpt2c_errmsg());
+            continue;
+        }
+        ran++;
+        g_isa = isas[k];
+        const int Ns[] = {1, 3, 17, 67}, Cs[] = {1, 5, 33, 100, 130};
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 5; b++)
+                for (int c = 0; c < 5; c += 2) test_matmul(Ns[a], Cs[b], Cs[c], (a + b + c) & 1);
+        test_matmul(67, 300, 130, 1);  /* K > one K block */
+        test_matmul(5, 7, 1700, 1);    /* dW rows > one row block */
+        test_matmul(258, 600, 70, 0);  /* dW K > one K block */
+        test_matmul(2, 33, 1100, 1);   /* many column tiles */
+        test_matmul(7, 1100, 70, 0);   /* B rows far apart: packed, not read in place */
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 5; b++) test_layernorm(Ns[a], Cs[b]);
+        test_layernorm(17, 768);
+        const int Ts[] = {1, 5, 37, 70};
+        for (int t = 0; t < 4; t++) {
+            test_attention(1, Ts[t], 5, 1);
+            test_attention(2, Ts[t], 66, 2);
+            test_attention(3, Ts[t], 256, 4);
+        }
+        test_pointwise(1);
+        test_pointwise(37);
+        test_pointwise(100003);
+        test_xent(1, 5);
+        test_xent(3, 100);
+        test_xent(17, 1000);
+        test_encoder(1, 1, 5);
+        test_encoder(3, 37, 130);
+        test_encoder(2, 5, 768);
+        printf("  %s: done\n", isas[k]);
+    }
+    CHECK(ran >= 1);
+    /* the blas backend (when built): its GEMMs against ref, within the same tolerance */
+    const gpt2c_kernels *blas;
+    if (gpt2c_kernels_get("blas", &blas) == GPT2C_OK) {
+        const gpt2c_kernels *cpu = CPU;
+        CPU = blas;
+        g_isa = "blas";
+        g_bitwise = 0; /* found: OpenBLAS 0.3.21 gives different bits for 1 and 2 threads */
+        const int Ns[] = {1, 17, 67}, Cs[] = {1, 33, 130};
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 3; c++) test_matmul(Ns[a], Cs[b], Cs[c], (a + b + c) & 1);
+        CPU = cpu;
+        printf("  blas: done\n");
+    }
+    gpt2c_cpu_force_isa("auto");
+    return tu_finish("test_cpu_kernels");
+}
