@@ -5,7 +5,8 @@
 set -eu
 B="${1:-build}/gpt2c"
 T="${2:-2}"
-run() { echo "# $*" >&2; "$B" bench generate --threads "$T" --json "$@"; }
+# --hugepages: weights in 2 MiB pages first (the steady state of a long-running server)
+run() { echo "# $*" >&2; "$B" bench generate --threads "$T" --hugepages --json "$@"; }
 # prefill at P=512 (llama.cpp pp512), decode right after it
 run --model gpt2 --prompt-len 512 --tokens 64 --runs 5
 # decode from a short prompt (llama.cpp tg64: 64 tokens from an empty context)

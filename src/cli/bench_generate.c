@@ -27,7 +27,7 @@ static int32_t argmax(const float *x, int V) {
 
 int bench_generate(int argc, char **argv) {
     const char *model = "gpt2", *backend = "cpu";
-    int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0;
+    int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
         {"--prompt-len", CLI_INT, &P, "prompt tokens prefilled in one pass [512]", 1, 1 << 20},
@@ -36,6 +36,7 @@ int bench_generate(int argc, char **argv) {
         {"--runs", CLI_INT, &runs, "timed runs; medians are reported [3]", 1, 1000},
         {"--batch", CLI_INT, &batch, "sequences decoded together [1]", 1, 4096},
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -50,6 +51,7 @@ int bench_generate(int argc, char **argv) {
         return cli_error("bench generate", "--prompt-len %d + --tokens %d exceeds the model's context of %d", P, N,
                          c->max_seq_len);
     }
+    const int huge = hugepages ? gpt2c_infer_hugepages(m) : 0;
     gpt2c_infer *s = NULL;
     /* one prefill pass for the whole prompt (chunk = P) */
     if (gpt2c_infer_create(m, batch, P + N, P, &s) != GPT2C_OK) {
@@ -89,13 +91,13 @@ int bench_generate(int argc, char **argv) {
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
             printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"prompt_len\":%d,\"tokens\":%d,\"batch\":%d,"
-                   "\"runs\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
+                   "\"runs\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
-                   model, backend, nthreads, P, N, batch, runs, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
+                   model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb);
         } else {
-            printf("model %s (%zu params, %.0f MB fp32), backend %s, %d threads, batch %d\n", model, m->num_params,
-                   wbytes / 1e6, backend, nthreads, batch);
+            printf("model %s (%zu params, %.0f MB fp32%s), backend %s, %d threads, batch %d\n", model, m->num_params,
+                   wbytes / 1e6, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,
                    wbytes / step_s / 1e9);

@@ -77,7 +77,7 @@ static int on_token(void *user, int seq, int32_t id) {
 
 int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *prompt_ids = NULL, *vocab = NULL, *backend = "cpu";
-    int max_tokens = 64, batch = 1, threads = 0, top_k = 0, stats = 0;
+    int max_tokens = 64, batch = 1, threads = 0, top_k = 0, stats = 0, hugepages = 0;
     double temperature = 1.0, top_p = 1.0;
     long long seed = 1337;
     cli_opt opts[] = {
@@ -94,6 +94,7 @@ int cmd_generate(int argc, char **argv) {
         {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
+        {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -150,6 +151,7 @@ int cmd_generate(int argc, char **argv) {
         rc = cli_error(CMD, "--vocab: the tokenizer has %d ids but the model only %d", gpt2c_tokenizer_vocab_size(tok), V);
         goto done;
     }
+    if (hugepages) gpt2c_infer_hugepages(m);
     sc.eot = tok ? gpt2c_tokenizer_eot(tok) : (V == 50257 ? 50256 : -1);
     /* the cache holds prompt + new tokens (the generate call refuses what does not fit the model) */
     const long long want = (long long)n + max_tokens;

@@ -1,6 +1,5 @@
 /* Planning and bookkeeping of the inference state (src/infer/infer_state.h). */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -10,24 +9,21 @@
 
 /* Decode streams every weight once per step.  Backed by 2 MiB pages, the
  * stream crosses 512x fewer page boundaries (the hardware prefetchers stop at
- * each) and needs 512x fewer TLB entries.  Asks the kernel to collapse the
- * parameter slab into transparent huge pages now (Linux >= 6.1); a hint:
- * nothing changes when the kernel declines.  GPT2C_NO_HUGEPAGES=1 skips it. */
-static void weights_to_huge_pages(const gpt2c_model *m) {
+ * each) and needs 512x fewer TLB entries. */
+int gpt2c_infer_hugepages(const gpt2c_model *m) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const char *e = getenv("GPT2C_NO_HUGEPAGES");
-    if (e && *e && *e != '0') return;
     const uintptr_t huge = (uintptr_t)2 << 20;
     const uintptr_t lo = ((uintptr_t)m->params_mem + huge - 1) & ~(huge - 1);
     const uintptr_t hi = ((uintptr_t)(m->params_mem + m->slab_floats)) & ~(huge - 1);
-    if (hi <= lo) return;
+    if (!m->params_mem || (m->k && m->k->dev_alloc) || hi <= lo) return 0; /* not host memory */
     (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
+#define MADV_COLLAPSE 25 /* Linux >= 6.1 */
 #endif
-    (void)madvise((void *)lo, hi - lo, MADV_COLLAPSE);
+    return madvise((void *)lo, hi - lo, MADV_COLLAPSE) == 0;
 #else
     (void)m;
+    return 0;
 #endif
 }
 
@@ -79,7 +75,6 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
         return GPT2C_ERR_NOMEM;
     }
     s->rpos = s->pos + batch;
-    weights_to_huge_pages(m);
     float *p = s->mem;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *dst[i] = p;
