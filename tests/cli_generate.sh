@@ -40,6 +40,6 @@ bad "prompt longer than the context" $M --prompt-ids "$(seq -s, 1 1025)" --max-t
 bad "no model" --prompt-ids 1,2
 bad "bad ids" $M --prompt-ids 1,x
 
-j=$("$G" bench generate --model "$MODEL" --prompt-len 8 --tokens 4 --runs 1 --threads 2 --json) || fail=1
+j=$("$G" bench generate --model "$MODEL" --prompt-len 8 --tokens 4 --runs 1 --threads 2 --hugepages --json) || fail=1
 check "bench --json has prefill_tok_s and decode_tok_s" 'printf "%s" "$j" | grep -q "\"prefill_tok_s\":[0-9]" && printf "%s" "$j" | grep -q "\"decode_tok_s\":[0-9]"'
 exit $fail
