@@ -189,6 +189,15 @@ static void check_sampling(void) {
                           (double)u.temperature, j, (double)cnt[j] / draws, want[j]);
             gpt2c_sampler_free(su);
         }
+        /* top-k 2 renormalizes over ids 1 and 2: 1/3, 2/3 */
+        gpt2c_sampling u = gpt2c_sampling_default();
+        u.top_k = 2;
+        gpt2c_sampler *su = NULL;
+        CHECK_OK(gpt2c_sampler_create(&u, 3, 1, &su));
+        int cnt[3] = {0, 0, 0};
+        for (int i = 0; su && i < 30000; i++) cnt[gpt2c_sampler_next(su, 0, l4)]++;
+        CHECK_MSG(cnt[0] == 0 && fabs(cnt[1] / 30000.0 - 1 / 3.0) < 0.015, "top-k 2: %d %d %d", cnt[0], cnt[1], cnt[2]);
+        gpt2c_sampler_free(su);
     }
     /* invalid values */
     gpt2c_sampling bad = gpt2c_sampling_default();

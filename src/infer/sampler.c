@@ -85,51 +85,50 @@ int32_t gpt2c_sampler_next(gpt2c_sampler *s, int stream, const float *logits) {
             if (logits[i] > logits[best]) best = i;
         return best;
     }
-    /* p_i = softmax(logits / T) */
-    float maxl = logits[0];
-    for (int i = 1; i < V; i++)
-        if (logits[i] > maxl) maxl = logits[i];
-    const float invT = 1.0f / s->sp.temperature;
+    const int k = s->sp.top_k, use_k = k > 0 && k < V;
+    const float top_p = s->sp.top_p, invT = 1.0f / s->sp.temperature;
     float *p = s->prob;
-    double sum = 0;
-    for (int i = 0; i < V; i++) {
-        p[i] = expf((logits[i] - maxl) * invT);
-        sum += p[i];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < V; i++) p[i] *= inv;
-
-    /* candidates: the top k (heap), else every id; then the nucleus of the candidates */
     int32_t *cand = s->cand;
     int n = 0;
-    const int k = s->sp.top_k;
-    const float top_p = s->sp.top_p;
-    if (k > 0 && k < V) {
+    double total = 1.0; /* the candidates' mass in p */
+    if (use_k) {
+        /* the top k by logit (a min-heap of size k: O(V log k)); then
+         * p = exp((l - max) / T) for those k only: top-k renormalizes anyway */
         for (int i = 0; i < k; i++) cand[n++] = i;
-        for (int i = k / 2 - 1; i >= 0; i--) heap_down(cand, n, i, p);
+        for (int i = k / 2 - 1; i >= 0; i--) heap_down(cand, n, i, logits);
         for (int i = k; i < V; i++)
-            if (heap_less(p, cand[0], i)) {
+            if (heap_less(logits, cand[0], i)) {
                 cand[0] = i;
-                heap_down(cand, n, 0, p);
+                heap_down(cand, n, 0, logits);
             }
-    } else if (top_p < 1) {
-        /* Only ids with p >= (1 - top_p) / V can be in the nucleus: the others
-         * together hold less than 1 - top_p, so the ids above the cutoff hold
-         * more than top_p, and the nucleus (a prefix in sorted order) ends among them. */
-        const float cut = (1 - top_p) / (float)V;
-        for (int i = 0; i < V; i++)
-            if (p[i] >= cut) cand[n++] = i;
+        float maxl = logits[cand[0]];
+        for (int i = 1; i < n; i++)
+            if (logits[cand[i]] > maxl) maxl = logits[cand[i]];
+        total = 0;
+        for (int i = 0; i < n; i++) total += p[cand[i]] = expf((logits[cand[i]] - maxl) * invT);
     } else {
-        for (int i = 0; i < V; i++) cand[n++] = i;
+        /* p = softmax(logits / T) over all ids */
+        float maxl = logits[0];
+        for (int i = 1; i < V; i++)
+            if (logits[i] > maxl) maxl = logits[i];
+        double sum = 0;
+        for (int i = 0; i < V; i++) sum += p[i] = expf((logits[i] - maxl) * invT);
+        const float inv = (float)(1.0 / sum);
+        for (int i = 0; i < V; i++) p[i] *= inv;
+        if (top_p < 1) {
+            /* Only ids with p >= (1 - top_p) / V can be in the nucleus: the others
+             * together hold less than 1 - top_p, so the ids above the cutoff hold
+             * more than top_p, and the nucleus (a prefix in sorted order) ends among them. */
+            const float cut = (1 - top_p) / (float)V;
+            for (int i = 0; i < V; i++)
+                if (p[i] >= cut) cand[n++] = i;
+        } else {
+            for (int i = 0; i < V; i++) cand[n++] = i;
+        }
     }
     if (top_p < 1) {
         /* the nucleus: the smallest prefix (most likely first) holding top_p of
          * the mass, measured over the top-k ids when top-k is on (as Hugging Face) */
-        double total = 1.0;
-        if (k > 0 && k < V) {
-            total = 0;
-            for (int i = 0; i < n; i++) total += p[cand[i]];
-        }
         g_prob = p;
         qsort(cand, (size_t)n, sizeof *cand, by_prob_desc);
         double mass = 0;
