@@ -1,8 +1,114 @@
+/* `gpt2c bench generate`: prefill and decode tokens/s with the KV cache.
+ * Each run: reset, prefill P random ids (one pass; timed), then N greedy
+ * decode steps for every sequence (timed).  Reports medians over the runs. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/infer_common.h"
+#include "gpt2c/infer.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int32_t argmax(const float *x, int V) {
+    int32_t b = 0;
+    for (int i = 1; i < V; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
 
 int bench_generate(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "bench_generate: not implemented yet");
+    const char *model = "gpt2", *backend = "cpu";
+    int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0;
+    cli_opt opts[] = {
+        {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
+        {"--prompt-len", CLI_INT, &P, "prompt tokens prefilled in one pass [512]", 1, 1 << 20},
+        {"--tokens", CLI_INT, &N, "decode steps per run [64]", 1, 1 << 20},
+        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
+        {"--runs", CLI_INT, &runs, "timed runs; medians are reported [3]", 1, 1000},
+        {"--batch", CLI_INT, &batch, "sequences decoded together [1]", 1, 4096},
+        {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
+        {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+    };
+    int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    const int nthreads = gpt2c_set_threads(threads);
+
+    gpt2c_model *m = NULL;
+    if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
+    const gpt2c_config *c = &m->cfg;
+    if (P + N > c->max_seq_len) {
+        gpt2c_model_free(m);
+        return cli_error("bench generate", "--prompt-len %d + --tokens %d exceeds the model's context of %d", P, N,
+                         c->max_seq_len);
+    }
+    const int huge = hugepages ? gpt2c_infer_hugepages(m) : 0;
+    gpt2c_infer *s = NULL;
+    /* one prefill pass for the whole prompt (chunk = P) */
+    if (gpt2c_infer_create(m, batch, P + N, P, &s) != GPT2C_OK) {
+        gpt2c_model_free(m);
+        return cli_fail_status("bench generate");
+    }
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *ids = malloc(sizeof(int32_t) * (size_t)batch);
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 42, 0);
+    for (int i = 0; i < P; i++) prompt[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)c->vocab_size);
+
+    double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
+    gpt2c_status st = GPT2C_OK;
+    for (int run = -1; run < runs && st == GPT2C_OK; run++) { /* run -1: warm-up, not counted */
+        gpt2c_infer_reset(s, -1);
+        uint64_t t0 = gpt2c_now_ns();
+        st = gpt2c_infer_prefill(s, 0, prompt, P, NULL);
+        for (int b = 1; b < batch && st == GPT2C_OK; b++) st = gpt2c_infer_copy_seq(s, b, 0);
+        uint64_t t1 = gpt2c_now_ns();
+        const int steps = run < 0 && N > 2 ? 2 : N; /* the warm-up takes a few steps only */
+        for (int i = 0; i < steps && st == GPT2C_OK; i++) {
+            for (int b = 0; b < batch; b++) ids[b] = argmax(gpt2c_infer_logits(s, b), c->vocab_size);
+            st = gpt2c_infer_decode(s, ids);
+        }
+        uint64_t t2 = gpt2c_now_ns();
+        if (run >= 0) {
+            pf[run] = P / ((t1 - t0) * 1e-9);
+            dc[run] = (double)batch * N / ((t2 - t1) * 1e-9);
+        }
+    }
+    if (st != GPT2C_OK) {
+        rc = cli_fail_status("bench generate");
+    } else {
+        const double prefill = median(pf, runs), decode = median(dc, runs);
+        const double wbytes = 4.0 * (double)m->num_params; /* fp32 weights streamed per decode step */
+        const double step_s = batch / decode;
+        const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
+        if (json) {
+            printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"prompt_len\":%d,\"tokens\":%d,\"batch\":%d,"
+                   "\"runs\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
+                   "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
+                   model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
+                   wbytes / 1e6, state_mb, rss_mb);
+        } else {
+            printf("model %s (%zu params, %.0f MB fp32%s), backend %s, %d threads, batch %d\n", model, m->num_params,
+                   wbytes / 1e6, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
+            printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
+            printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,
+                   wbytes / step_s / 1e9);
+            printf("memory   weights %.1f MB, KV cache + buffers %.1f MB, peak RSS %.1f MB\n", wbytes / 1e6, state_mb, rss_mb);
+        }
+    }
+    free(prompt);
+    free(ids);
+    free(pf);
+    free(dc);
+    gpt2c_infer_free(s);
+    gpt2c_model_free(m);
+    return rc;
 }

@@ -20,6 +20,8 @@
 
 #include "gpt2c/status.h"
 
+enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_range */
+
 struct gpt2c_profiler;
 
 /* A device's peak rates (0 where unknown), for MFU and the roofline. */
@@ -102,6 +104,30 @@ typedef struct gpt2c_kernels {
     /* ---- [fast-cpu] fused / extra training ops go here (each with a ref fallback) ---- */
 
     /* ---- [inference] KV-cache and decode ops go here (each with a ref fallback) ---- */
+    /* The KV cache of one layer, per sequence: keys TRANSPOSED, kc (NH, hs, ctx),
+     * so the scores of 16 keys are one vector FMA per channel; values vc (NH, ctx, hs).
+     * Sequence b's cache starts at kc + b*C*ctx (C = NH*hs), likewise vc. */
+
+    /* The inference ops are SINGLE-THREADED over a range of their outputs: the
+     * caller (src/infer's stage executor) hands ranges to threads, so a decode
+     * step is one parallel region and no thread waits on a preempted one.
+     *
+     * out[:, o0:o1) of out (N,OC) = act(inp (N,IC) @ w[o0:o1)^T + bias[o0:o1)), w (OC,IC),
+     * bias (OC, may be NULL); act: GPT2C_ACT_NONE or GPT2C_ACT_GELU (tanh form, as
+     * gelu_forward).  Built for decode's few rows (N = 1..16: each weight row read
+     * once per call) and usable for prefill's many (row panels kept in cache). */
+    void (*matmul_infer_range)(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                               int OC, int act, int o0, int o1);
+    /* Writes the keys and values of Tq new tokens of each of B sequences into the
+     * caches at positions pos[b] .. pos[b]+Tq-1.  qkv (B,Tq,3C): q|k|v per token. */
+    void (*kv_write)(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH);
+    /* Attention against the cache, tasks [t0, t1) of the B*NH*Tq tasks
+     * task = (b*NH + h)*Tq + t: query t of sequence b (at position pos[b]+t), head h,
+     * attends causally to cached tokens 0 .. pos[b]+t.  q: row (b,t) at
+     * q + (b*Tq+t)*qstride, head h at channels [h*hs, (h+1)*hs).  out (B,Tq,C): the
+     * task's hs channels overwritten.  The keys and values must be in the cache. */
+    void (*attention_kv_range)(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                               const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 
     /* ---- [cuda] device-specific entries go here ----
      * A backend whose tensors live in device memory fills these (and EVERY

@@ -1,4 +1,86 @@
-/* The cpu backend's inference ops (KV-cache attention, decode GEMV, ...). */
-#include "kernels/kernels.h"
+/* The cpu backend's inference ops (single-threaded ranges; src/infer splits
+ * them over threads): runtime dispatch to the AVX-512 kernels
+ * (cpu_infer_avx512.c) when the CPU has them, else portable C with OpenMP
+ * over the outputs.  The KV-cache layout is the one kernels.h describes. */
+#include <math.h>
+#include <stdlib.h>
 
-void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) { (void)k; }
+#include "kernels/cpu/cpu_infer.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+#include "kernels/ref/ref_infer.h"
+
+/* Set once in gpt2c_kernels_cpu_infer_fill (before any kernel runs, so the
+ * worker threads only read it). */
+static int use_avx512;
+static int have_avx512(void) { return use_avx512; }
+
+static int detect_avx512(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    const char *e = getenv("GPT2C_NO_AVX512"); /* to test the fallback on an AVX-512 machine */
+    return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
+#else
+    return 0;
+#endif
+}
+
+/* Portable fallback: 8 partial sums per dot product, so the compiler can
+ * vectorize without reassociating. */
+static void matmul_portable(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                            int act, int o0, int o1) {
+    for (int o = o0; o < o1; o++)
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * IC, *wr = w + (size_t)o * IC;
+            float acc[8] = {0};
+            int i = 0;
+            for (; i + 8 <= IC; i += 8)
+                for (int k = 0; k < 8; k++) acc[k] += x[i + k] * wr[i + k];
+            for (; i < IC; i++) acc[0] += x[i] * wr[i];
+            float y = (bias ? bias[o] : 0.0f) + ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                      ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            if (act == GPT2C_ACT_GELU) y = 0.5f * y * (1.0f + tanhf(0.7978845608028654f * (y + 0.044715f * y * y * y)));
+            out[(size_t)n * OC + o] = y;
+        }
+}
+
+static void cpu_matmul_infer_range(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                                   int OC, int act, int o0, int o1) {
+#if defined(__x86_64__)
+    if (have_avx512()) {
+        cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        return;
+    }
+#endif
+    matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
+}
+
+/* As ref_kv_write, looping so the transposed key rows are written contiguously. */
+static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
+                         int NH) {
+    const int hs = C / NH;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            float *K = kc + ((size_t)b * NH + h) * hs * ctx + pos[b], *V = vc + (((size_t)b * NH + h) * ctx + pos[b]) * hs;
+            const float *src = qkv + (size_t)b * Tq * 3 * C + h * hs;
+            for (int i = 0; i < hs; i++)
+                for (int t = 0; t < Tq; t++) K[(size_t)i * ctx + t] = src[(size_t)t * 3 * C + C + i];
+            for (int t = 0; t < Tq; t++)
+                for (int i = 0; i < hs; i++) V[(size_t)t * hs + i] = src[(size_t)t * 3 * C + 2 * C + i];
+        }
+}
+
+static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                   const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+#if defined(__x86_64__)
+    if (have_avx512() && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
+#endif
+    ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
+}
+
+void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
+    use_avx512 = detect_avx512();
+    k->matmul_infer_range = cpu_matmul_infer_range;
+    k->kv_write = cpu_kv_write;
+    k->attention_kv_range = cpu_attention_kv_range;
+}

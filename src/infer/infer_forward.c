@@ -1,0 +1,199 @@
+/* The forward pass of inference: the same op sequence as gpt2_forward.c, but
+ * on a few rows at a time against a KV cache.  Prefill: one sequence, n rows
+ * (one GEMM pass per weight); decode: every sequence, one row each (each
+ * weight streamed once per step).  Shapes: n rows, C channels, Vp padded vocab.
+ *
+ * The whole pass is ONE OpenMP parallel region run as a list of stages (the
+ * ops, in order).  Every thread walks the stages; in each it claims chunks
+ * (ranges of outputs, rows or heads) from the stage's counter until none are
+ * left, then waits until all the stage's chunks are done.  So no per-op fork
+ * or join, and on a shared machine a preempted thread holds back at most the
+ * chunk it is in: when it wakes it finds the finished stages' chunks taken
+ * and catches up.  Each output is computed by one chunk with fixed
+ * arithmetic: results do not depend on the thread count. */
+#include <omp.h>
+#include <sched.h>
+#include <string.h>
+
+#include "infer/infer_state.h"
+#include "kernels/kernels.h"
+#include "model/costs.h"
+
+enum { MM_CHUNK = 64, ROW_CHUNK = 16 }; /* outputs per matmul chunk, rows per row-wise chunk */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Until every chunk of the stage is done: spin briefly, then yield the CPU so
+ * a preempted peer can finish its chunk. */
+static void wait_done(gpt2c_stage_ctr *c, int n) {
+    for (unsigned spin = 0; atomic_load_explicit(&c->done, memory_order_acquire) < n; spin++)
+        if (spin < 512)
+            cpu_relax();
+        else
+            sched_yield();
+}
+
+/* One stage: claim chunks (the body sees `chunk`), then wait for the rest.
+ * With a profiler attached the pass runs on one thread and each stage is a scope. */
+#define STAGE(nchunks, op, layer, cost, ...)                                                                      \
+    do {                                                                                                       \
+        gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
+        const int n_ = (nchunks);                                                                              \
+        if (prof) {                                                                                            \
+            const op_cost k_ = (cost);                                                                         \
+            gpt2c_prof_begin(prof, op, layer, k_.flops, k_.bytes);                                             \
+        }                                                                                                      \
+        for (int chunk; (chunk = atomic_fetch_add_explicit(&c_->next, 1, memory_order_relaxed)) < n_;) {     \
+            __VA_ARGS__;                                                                                       \
+            atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
+        }                                                                                                      \
+        wait_done(c_, n_);                                                                                     \
+        if (prof) gpt2c_prof_end(prof);                                                                        \
+    } while (0)
+
+/* chunk -> [lo, hi) of [0, total) in steps of `step` */
+#define RANGE(lo, hi, chunk, step, total)                                                                      \
+    const int lo = (chunk) * (step), hi = lo + (step) < (total) ? lo + (step) : (total)
+
+static int nchunks(long total, int step) { return (int)((total + step - 1) / step); }
+
+gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, int n, float *all_logits) {
+    const gpt2c_model *m = s->m;
+    const gpt2c_config *c = &m->cfg;
+    const gpt2c_kernels *k = m->k;
+    float *const *p = m->params.t;
+    gpt2c_profiler *prof = m->prof;
+    const int C = c->channels, L = c->num_layers, NH = c->num_heads, Vp = c->padded_vocab_size;
+    /* nb sequences of Tq rows each, starting at sequence b0 */
+    const int decode = seq < 0, nb = decode ? s->B : 1, Tq = decode ? 1 : n, b0 = decode ? 0 : seq;
+    int *pos = s->rpos;
+    for (int b = 0; b < nb; b++) pos[b] = s->pos[b0 + b];
+    const size_t seq_off = (size_t)b0 * C * s->ctx; /* sequence b0's slice of one layer's cache */
+    const size_t ctx = (size_t)s->ctx;
+    double pairs = 0; /* (query, key) pairs of each attention, for the profiler */
+    for (int b = 0; b < nb; b++) pairs += (double)Tq * pos[b] + (double)Tq * (Tq + 1) / 2;
+    const op_cost att_cost = {pairs * NH * (4.0 * C / NH + 5), 4.0 * (n * 4.0 * C + 2 * pairs * C)};
+    /* the LM head's rows: all (all_logits), every sequence's one row (decode), or the last */
+    float *lm_out = all_logits ? all_logits : decode ? s->logits : s->logits + (size_t)seq * Vp;
+    const int lm_rows = all_logits || decode ? n : 1;
+    const float *lm_in = s->ln + (size_t)(all_logits || decode ? 0 : n - 1) * C;
+
+    for (int i = 0; i < s->nctr; i++) {
+        atomic_store_explicit(&s->ctr[i].next, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
+    }
+#pragma omp parallel num_threads(prof ? 1 : omp_get_max_threads())
+    {
+        int st = 0;
+        /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
+        STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
+            RANGE(r0, r1, chunk, ROW_CHUNK, n);
+            for (int r = r0; r < r1; r++)
+                k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE],
+                                   p[GPT2C_P_WPE] + (size_t)(pos[r / Tq] + r % Tq) * C, 1, 1, C);
+            k->layernorm_forward(s->ln + (size_t)r0 * C, s->mean + r0, s->rstd + r0, s->x + (size_t)r0 * C,
+                                 p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], r1 - r0, C);
+        });
+        float *x = s->x, *xn = s->x2; /* residual stream into, and out of, the current block */
+        for (int l = 0; l < L; l++) {
+            const int last = l == L - 1;
+            const float *next_w = last ? p[GPT2C_P_LNFW] : p[GPT2C_P_LN1W] + (size_t)(l + 1) * C;
+            const float *next_b = last ? p[GPT2C_P_LNFB] : p[GPT2C_P_LN1B] + (size_t)(l + 1) * C;
+            float *kc = s->kc + (size_t)l * s->layer_cache + seq_off;
+            float *vc = s->vc + (size_t)l * s->layer_cache + seq_off;
+            const float *qkvw = p[GPT2C_P_QKVW] + (size_t)l * 3 * C * C, *qkvb = p[GPT2C_P_QKVB] + (size_t)l * 3 * C;
+            const float *aw = p[GPT2C_P_ATTPROJW] + (size_t)l * C * C, *ab = p[GPT2C_P_ATTPROJB] + (size_t)l * C;
+            const float *fw = p[GPT2C_P_FCW] + (size_t)l * 4 * C * C, *fb = p[GPT2C_P_FCB] + (size_t)l * 4 * C;
+            const float *pw = p[GPT2C_P_FCPROJW] + (size_t)l * 4 * C * C, *pb = p[GPT2C_P_FCPROJB] + (size_t)l * C;
+
+            STAGE(nchunks(3 * C, MM_CHUNK), GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(n, C, 3 * C), {
+                RANGE(o0, o1, chunk, MM_CHUNK, 3 * C);
+                k->matmul_infer_range(s->qkv, s->ln, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE, o0, o1);
+            });
+            /* the new keys and values into the cache, one sequence per chunk; then attention per head */
+            STAGE(nb, GPT2C_OP_ATTENTION, l, ((op_cost){0, 8.0 * n * C}), {
+                k->kv_write(kc + (size_t)chunk * C * ctx, vc + (size_t)chunk * C * ctx,
+                            s->qkv + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+            });
+            const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
+            STAGE(nchunks((long)nb * Tq * NH, att_step), GPT2C_OP_ATTENTION, l, att_cost, {
+                const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
+                k->attention_kv_range(s->atty, s->qkv, (size_t)3 * C, kc, vc, pos, nb, Tq, s->ctx, C, NH, t0,
+                                      t0 + att_step < tend ? t0 + att_step : tend);
+            });
+            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C), {
+                RANGE(o0, o1, chunk, MM_CHUNK, C);
+                k->matmul_infer_range(s->proj, s->atty, aw, ab, n, C, C, GPT2C_ACT_NONE, o0, o1);
+            });
+            STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
+                RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                const size_t o = (size_t)r0 * C;
+                k->residual_layernorm_forward(xn + o, s->ln + o, s->mean + r0, s->rstd + r0, x + o, s->proj + o,
+                                              p[GPT2C_P_LN2W] + (size_t)l * C, p[GPT2C_P_LN2B] + (size_t)l * C,
+                                              r1 - r0, C);
+            });
+            STAGE(nchunks(4 * C, MM_CHUNK), GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(n, C, 4 * C), {
+                RANGE(o0, o1, chunk, MM_CHUNK, 4 * C);
+                k->matmul_infer_range(s->fch, s->ln, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU, o0, o1);
+            });
+            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(n, 4 * C, C), {
+                RANGE(o0, o1, chunk, MM_CHUNK, C);
+                k->matmul_infer_range(s->proj, s->fch, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE, o0, o1);
+            });
+            STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
+                RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                const size_t o = (size_t)r0 * C;
+                k->residual_layernorm_forward(x + o, s->ln + o, s->mean + r0, s->rstd + r0, xn + o, s->proj + o,
+                                              next_w, next_b, r1 - r0, C);
+            });
+        }
+        /* s->ln holds lnf (n,C) */
+        STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp), {
+            RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
+            k->matmul_infer_range(lm_out, lm_in, p[GPT2C_P_WTE], NULL, lm_rows, C, Vp, GPT2C_ACT_NONE, o0, o1);
+        });
+    }
+    if (all_logits)
+        for (int b = 0; b < nb; b++)
+            memcpy(s->logits + (size_t)(b0 + b) * Vp, all_logits + ((size_t)b * Tq + Tq - 1) * Vp, sizeof(float) * Vp);
+    for (int b = 0; b < nb; b++) s->pos[b0 + b] += Tq;
+    return GPT2C_OK;
+}
+
+static gpt2c_status check_ids(const gpt2c_infer *s, const int32_t *ids, int n, const char *what) {
+    const int V = s->m->cfg.vocab_size;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V)
+            return gpt2c_fail(GPT2C_ERR_RANGE, "%s: token id %d at position %d is outside the vocabulary [0, %d)", what,
+                              ids[i], i, V);
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_infer_prefill(gpt2c_infer *s, int seq, const int32_t *tokens, int n, float *all_logits) {
+    if (seq < 0 || seq >= s->B) return gpt2c_fail(GPT2C_ERR_RANGE, "prefill: sequence %d outside [0, %d)", seq, s->B);
+    if (n <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "prompt: empty (need at least one token)");
+    if (s->pos[seq] + n > s->ctx)
+        return gpt2c_fail(GPT2C_ERR_RANGE, "prompt: %d tokens after %d already cached exceed the context of %d", n,
+                          s->pos[seq], s->ctx);
+    GPT2C_TRY(check_ids(s, tokens, n, "prompt"));
+    const size_t Vp = (size_t)s->m->cfg.padded_vocab_size;
+    for (int done = 0; done < n; done += s->chunk) {
+        const int rows = n - done < s->chunk ? n - done : s->chunk;
+        memcpy(s->tok, tokens + done, sizeof(int32_t) * rows);
+        GPT2C_TRY(gpt2c_infer_rows(s, seq, s->tok, rows, all_logits ? all_logits + (size_t)done * Vp : NULL));
+    }
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_infer_decode(gpt2c_infer *s, const int32_t *tokens) {
+    for (int b = 0; b < s->B; b++)
+        if (s->pos[b] >= s->ctx)
+            return gpt2c_fail(GPT2C_ERR_RANGE, "decode: sequence %d has filled the context of %d tokens", b, s->ctx);
+    GPT2C_TRY(check_ids(s, tokens, s->B, "decode"));
+    memcpy(s->tok, tokens, sizeof(int32_t) * s->B);
+    return gpt2c_infer_rows(s, -1, s->tok, s->B, NULL);
+}

@@ -1,0 +1,134 @@
+/* Planning and bookkeeping of the inference state (src/infer/infer_state.h). */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gpt2c/core.h"
+#include "infer/infer_state.h"
+#include "kernels/kernels.h"
+
+/* Decode streams every weight once per step.  Backed by 2 MiB pages, the
+ * stream crosses 512x fewer page boundaries (the hardware prefetchers stop at
+ * each) and needs 512x fewer TLB entries. */
+int gpt2c_infer_hugepages(const gpt2c_model *m) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t lo = ((uintptr_t)m->params_mem + huge - 1) & ~(huge - 1);
+    const uintptr_t hi = ((uintptr_t)(m->params_mem + m->slab_floats)) & ~(huge - 1);
+    if (!m->params_mem || (m->k && m->k->dev_alloc) || hi <= lo) return 0; /* not host memory */
+    (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux >= 6.1 */
+#endif
+    return madvise((void *)lo, hi - lo, MADV_COLLAPSE) == 0;
+#else
+    (void)m;
+    return 0;
+#endif
+}
+
+gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int chunk, gpt2c_infer **out) {
+    *out = NULL;
+    const gpt2c_config *c = &m->cfg;
+    if (batch <= 0 || batch > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "--batch: %d sequences (want 1..4096)", batch);
+    if (ctx <= 0) ctx = c->max_seq_len;
+    if (ctx > c->max_seq_len)
+        return gpt2c_fail(GPT2C_ERR_ARG, "--ctx: %d is longer than the model's context of %d", ctx, c->max_seq_len);
+    if (chunk <= 0) chunk = ctx < 512 ? ctx : 512;
+    if (chunk > ctx) chunk = ctx;
+    const int R = chunk > batch ? chunk : batch;
+    const size_t C = (size_t)c->channels, L = (size_t)c->num_layers, Vp = (size_t)c->padded_vocab_size;
+    if (!m->k->matmul_infer_range || !m->k->kv_write || !m->k->attention_kv_range)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--backend: '%s' has no inference kernels yet (use cpu or ref)",
+                          m->k->name);
+    if (m->k->dev_alloc)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--backend: inference on '%s' (device memory) is not supported yet",
+                          m->k->name);
+    if (c->channels % c->num_heads != 0)
+        return gpt2c_fail(GPT2C_ERR_ARG, "model: %d channels do not split into %d heads", c->channels, c->num_heads);
+
+    gpt2c_infer *s = gpt2c_alloc(sizeof *s, "inference state");
+    if (!s) return GPT2C_ERR_NOMEM;
+    s->m = m;
+    s->B = batch;
+    s->ctx = ctx;
+    s->chunk = chunk;
+    s->R = R;
+    s->layer_cache = (size_t)batch * C * ctx;
+    /* every buffer rounded up to 16 floats, so each starts 64-byte aligned */
+#define RUP(n) (((size_t)(n) + 15) & ~(size_t)15)
+    const size_t sizes[] = {RUP(L * s->layer_cache), RUP(L * s->layer_cache), RUP(R * C), RUP(R * C), RUP(R * C),
+                            RUP(R),                  RUP(R),                  RUP(R * 3 * C), RUP(R * C), RUP(R * C),
+                            RUP(R * 4 * C),          RUP((size_t)batch * Vp)};
+    float **dst[] = {&s->kc, &s->vc, &s->x, &s->x2, &s->ln, &s->mean, &s->rstd, &s->qkv, &s->atty, &s->proj,
+                     &s->fch, &s->logits};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
+    s->floats = total;
+    s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
+    s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
+    s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
+    s->nctr = 8 * (int)L + 4; /* stages of one pass: 2 + 8 per layer (infer_forward.c) */
+    s->ctr = gpt2c_alloc(sizeof(gpt2c_stage_ctr) * (size_t)s->nctr, "inference stage counters");
+    if (!s->mem || !s->pos || !s->tok || !s->ctr) {
+        gpt2c_infer_free(s);
+        return GPT2C_ERR_NOMEM;
+    }
+    s->rpos = s->pos + batch;
+    float *p = s->mem;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *dst[i] = p;
+        p += sizes[i];
+    }
+#undef RUP
+    *out = s;
+    return GPT2C_OK;
+}
+
+void gpt2c_infer_free(gpt2c_infer *s) {
+    if (!s) return;
+    gpt2c_free(s->mem);
+    gpt2c_free(s->pos);
+    gpt2c_free(s->tok);
+    gpt2c_free(s->ctr);
+    gpt2c_free(s);
+}
+
+int gpt2c_infer_batch(const gpt2c_infer *s) { return s->B; }
+int gpt2c_infer_ctx(const gpt2c_infer *s) { return s->ctx; }
+int gpt2c_infer_pos(const gpt2c_infer *s, int seq) { return seq >= 0 && seq < s->B ? s->pos[seq] : -1; }
+size_t gpt2c_infer_bytes(const gpt2c_infer *s) {
+    return s->floats * sizeof(float) + sizeof(int) * (size_t)(s->B + s->R) + sizeof(int32_t) * (size_t)s->R;
+}
+
+void gpt2c_infer_reset(gpt2c_infer *s, int seq) {
+    for (int b = 0; b < s->B; b++)
+        if (seq < 0 || b == seq) s->pos[b] = 0;
+}
+
+gpt2c_status gpt2c_infer_copy_seq(gpt2c_infer *s, int dst, int src) {
+    if (dst < 0 || dst >= s->B || src < 0 || src >= s->B)
+        return gpt2c_fail(GPT2C_ERR_RANGE, "copy_seq: sequence %d -> %d outside [0, %d)", src, dst, s->B);
+    if (dst == src) return GPT2C_OK;
+    const gpt2c_config *c = &s->m->cfg;
+    const size_t C = (size_t)c->channels, hs = C / (size_t)c->num_heads, n = (size_t)s->pos[src];
+    const size_t seqf = C * (size_t)s->ctx; /* one sequence's floats in one layer's cache */
+    for (int l = 0; l < c->num_layers; l++) {
+        const size_t base = (size_t)l * s->layer_cache;
+        /* keys (NH, hs, ctx): the first n of each of the NH*hs rows */
+        for (size_t r = 0; r < C; r++)
+            memcpy(s->kc + base + dst * seqf + r * s->ctx, s->kc + base + src * seqf + r * s->ctx, n * sizeof(float));
+        /* values (NH, ctx, hs): the first n*hs of each head */
+        for (int h = 0; h < c->num_heads; h++)
+            memcpy(s->vc + base + dst * seqf + h * s->ctx * hs, s->vc + base + src * seqf + h * s->ctx * hs,
+                   n * hs * sizeof(float));
+    }
+    const size_t Vp = (size_t)c->padded_vocab_size;
+    memcpy(s->logits + dst * Vp, s->logits + src * Vp, Vp * sizeof(float));
+    s->pos[dst] = s->pos[src];
+    return GPT2C_OK;
+}
+
+const float *gpt2c_infer_logits(const gpt2c_infer *s, int seq) {
+    return s->logits + (size_t)seq * s->m->cfg.padded_vocab_size;
+}

@@ -1,0 +1,52 @@
+/* The inference state: KV cache, per-sequence positions, row buffers, logits.
+ * One slab, planned in gpt2c_infer_create; nothing is allocated afterwards. */
+#ifndef GPT2C_INFER_STATE_H
+#define GPT2C_INFER_STATE_H
+
+#include <stdatomic.h>
+
+#include "gpt2c/infer.h"
+
+/* One stage of the parallel forward (infer_forward.c): chunks claimed, chunks
+ * done.  One cache line each, so threads claiming in one stage do not slow
+ * those waiting on another. */
+typedef struct gpt2c_stage_ctr {
+    _Alignas(64) atomic_int next;
+    atomic_int done;
+} gpt2c_stage_ctr;
+
+struct gpt2c_infer {
+    const gpt2c_model *m;
+    int B;     /* sequences */
+    int ctx;   /* cache positions per sequence */
+    int chunk; /* most rows of one prefill pass */
+    int R;     /* rows the buffers hold: max(chunk, B) */
+    int *pos;  /* (B) tokens in each sequence's cache */
+    int *rpos; /* (R) scratch: positions handed to the kernels */
+    int32_t *tok; /* (R) scratch: ids of the rows in flight */
+
+    float *mem;
+    size_t floats;
+    size_t layer_cache; /* floats of one layer's K (or V) cache: B*C*ctx */
+    float *kc;          /* (L, B, NH, hs, ctx) keys, transposed (see kernels.h) */
+    float *vc;          /* (L, B, NH, ctx, hs) values */
+    float *x, *x2;      /* (R,C) residual stream, ping-pong (no aliasing in fused ops) */
+    float *ln;          /* (R,C) layernorm output */
+    float *mean, *rstd; /* (R) layernorm statistics (unused, the kernels want them) */
+    float *qkv;         /* (R,3C) */
+    float *atty;        /* (R,C) attention output */
+    float *proj;        /* (R,C) projection outputs */
+    float *fch;         /* (R,4C) gelu(fc) */
+    float *logits;      /* (B,Vp) last logits of each sequence */
+    gpt2c_stage_ctr *ctr; /* (nctr) stage counters of one forward pass */
+    int nctr;
+};
+
+/* Runs rows through the model: either one sequence `seq` with n rows at
+ * positions pos[seq].. (prefill, n <= R), or every sequence with one row each
+ * (seq < 0, n == B: decode).  Writes the caches, advances the positions, and
+ * fills the logits of the last row of each sequence (or of all rows into
+ * all_logits (n,Vp) when given). */
+gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, int n, float *all_logits);
+
+#endif

@@ -1,0 +1,331 @@
+/* AVX-512 inference kernels: the decode/prefill matmul (dot-product form, a
+ * 4-output x 6-row register tile, every weight row read once per row panel)
+ * and attention against the transposed-key cache.  Compiled with -mavx512f
+ * etc. (CMake: *_avx512.c); called only when the CPU has AVX-512F. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/cpu/cpu_infer.h"
+#include "kernels/kernels.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* e^x, |rel err| ~ 2e-7: x = n ln2 + r (Cody-Waite, |r| <= ln2/2), e^r by a
+ * degree-7 Taylor polynomial, times 2^n with scalef.  x clamped to [-88, 88]. */
+ALWAYS_INLINE __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* gelu(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}),  u = sqrt(2/pi) (x + 0.044715 x^3):
+ * the sigmoid form has no cancellation near 0 and saturates cleanly. */
+ALWAYS_INLINE __m512 gelu512(__m512 x) {
+    const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    const __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_fmadd_ps(x3, _mm512_set1_ps(0.044715f), x));
+    const __m512 e = exp512(_mm512_mul_ps(u, _mm512_set1_ps(-2.0f)));
+    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+static void gelu_row(float *y, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, gelu512(_mm512_loadu_ps(y + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, gelu512(_mm512_maskz_loadu_ps(m, y + i)));
+    }
+}
+
+/* out[n][r] = bias[r] + dot(x[n], w[r]) for RO outputs x RN rows: RO*RN
+ * accumulators, RO weight vectors and one input vector live per step of 16
+ * channels.  Each (n, r) sum is the same sequence of lane FMAs then one
+ * reduce, whatever tile computes it: results do not depend on N or threads. */
+ALWAYS_INLINE void tile(float *out, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw,
+                        const float *bias, int IC, const int RN, const int RO) {
+    __m512 acc[4][6];
+#pragma GCC unroll 4
+    for (int r = 0; r < RO; r++)
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) acc[r][n] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= IC; i += 16) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < RO; r++) wv[r] = _mm512_loadu_ps(w + r * ldw + i);
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) {
+            const __m512 xv = _mm512_loadu_ps(x + n * ldx + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < RO; r++) acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);
+        }
+    }
+    if (i < IC) {
+        const __mmask16 m = (__mmask16)((1u << (IC - i)) - 1);
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < RO; r++) wv[r] = _mm512_maskz_loadu_ps(m, w + r * ldw + i);
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) {
+            const __m512 xv = _mm512_maskz_loadu_ps(m, x + n * ldx + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < RO; r++) acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < RO; r++)
+#pragma GCC unroll 6
+        for (int n = 0; n < RN; n++) out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]) + (bias ? bias[r] : 0.0f);
+}
+
+#define TILE_CASES(RO)                                                      \
+    switch (rn) {                                                           \
+    case 6: tile(o, ldo, x, ldx, w, ldw, bias, IC, 6, RO); break;          \
+    case 5: tile(o, ldo, x, ldx, w, ldw, bias, IC, 5, RO); break;          \
+    case 4: tile(o, ldo, x, ldx, w, ldw, bias, IC, 4, RO); break;          \
+    case 3: tile(o, ldo, x, ldx, w, ldw, bias, IC, 3, RO); break;          \
+    case 2: tile(o, ldo, x, ldx, w, ldw, bias, IC, 2, RO); break;          \
+    default: tile(o, ldo, x, ldx, w, ldw, bias, IC, 1, RO); break;         \
+    }
+
+static void tile4(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
+                  int IC, int rn) {
+    TILE_CASES(4)
+}
+static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
+                  int IC, int rn) {
+    TILE_CASES(1)
+}
+
+/* ---- many rows (prefill): packed outer-product kernel ---------------------
+ * A panel of 32 outputs x KB channels of w is copied into wp (KB, 32) (k-major:
+ * the 32 weights of channel k are two vectors), then each RN-row tile keeps
+ * RN x 2 accumulators and per channel does 2 vector loads, RN broadcasts and
+ * 2*RN FMAs: no horizontal sums, everything in L1 (wp 32 KiB, x rows 12 KiB). */
+enum { PK_KB = 256, PK_W = 32, PK_RN = 12 };
+/* from this many rows the packed kernel wins (the pack is amortized over the rows) */
+enum { PACKED_MIN_ROWS = 24 };
+
+ALWAYS_INLINE void pk_tile(float *out, size_t ldo, const float *x, size_t ldx, const float *wp, int kb,
+                           const float *bias, int first, int gelu, __mmask16 m0, __mmask16 m1, const int RN) {
+    __m512 acc[PK_RN][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < RN; r++) {
+        if (first) {
+            acc[r][0] = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+            acc[r][1] = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+        } else {
+            acc[r][0] = _mm512_maskz_loadu_ps(m0, out + r * ldo);
+            acc[r][1] = _mm512_maskz_loadu_ps(m1, out + r * ldo + 16);
+        }
+    }
+    for (int k = 0; k < kb; k++) {
+        const __m512 w0 = _mm512_load_ps(wp + k * PK_W), w1 = _mm512_load_ps(wp + k * PK_W + 16);
+#pragma GCC unroll 12
+        for (int r = 0; r < RN; r++) {
+            const __m512 xb = _mm512_set1_ps(x[r * ldx + k]);
+            acc[r][0] = _mm512_fmadd_ps(xb, w0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(xb, w1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < RN; r++) {
+        if (gelu) {
+            acc[r][0] = gelu512(acc[r][0]);
+            acc[r][1] = gelu512(acc[r][1]);
+        }
+        _mm512_mask_storeu_ps(out + r * ldo, m0, acc[r][0]);
+        _mm512_mask_storeu_ps(out + r * ldo + 16, m1, acc[r][1]);
+    }
+}
+
+static void pk_rows(float *out, size_t ldo, const float *x, size_t ldx, const float *wp, int kb, const float *bias,
+                    int first, int gelu, __mmask16 m0, __mmask16 m1, int N) {
+    int n = 0;
+    for (; n + 12 <= N; n += 12) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 12);
+    for (; n + 4 <= N; n += 4) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 4);
+    for (; n < N; n++) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 1);
+}
+
+/* outputs [o0, o1) of all N rows, panel by panel of 32 outputs, K-block by K-block */
+static void matmul_packed(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                          int act, int o0, int o1) {
+    float wp[PK_KB * PK_W] __attribute__((aligned(64)));
+    for (int p0 = o0; p0 < o1; p0 += PK_W) {
+        const int pw = o1 - p0 < PK_W ? o1 - p0 : PK_W;
+        const __mmask16 m0 = (__mmask16)(pw >= 16 ? 0xFFFF : (1u << pw) - 1);
+        const __mmask16 m1 = (__mmask16)(pw >= 32 ? 0xFFFF : pw <= 16 ? 0 : (1u << (pw - 16)) - 1);
+        for (int k0 = 0; k0 < IC; k0 += PK_KB) {
+            const int kb = IC - k0 < PK_KB ? IC - k0 : PK_KB;
+            /* pack: wp[k][j] = w[p0 + j][k0 + k], zeros past the panel's outputs */
+            for (int j = 0; j < PK_W; j++) {
+                const float *wr = w + (size_t)(p0 + j) * IC + k0;
+                if (j < pw)
+                    for (int k = 0; k < kb; k++) wp[k * PK_W + j] = wr[k];
+                else
+                    for (int k = 0; k < kb; k++) wp[k * PK_W + j] = 0.0f;
+            }
+            const int first = k0 == 0, gelu = act == GPT2C_ACT_GELU && k0 + kb == IC;
+            pk_rows(out + p0, (size_t)OC, inp + k0, (size_t)IC, wp, kb, bias ? bias + p0 : NULL, first, gelu, m0, m1,
+                    N);
+        }
+    }
+}
+
+/* ---- few rows (decode): dot-product tiles -------------------------------
+ * Outputs [o0, o1) for every row: the weight rows of the range are streamed
+ * once per row panel (decode: once), 4 at a time; row panels of ~1 MiB of
+ * inputs stay in L2 across the range's tiles. */
+void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                             int act, int o0, int o1) {
+    if (N >= PACKED_MIN_ROWS) {
+        matmul_packed(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        return;
+    }
+    int panel = (int)((1u << 20) / (4u * (unsigned)IC)) / 6 * 6; /* rows per panel, a multiple of 6 */
+    if (panel < 6) panel = 6;
+    for (int n0 = 0; n0 < N; n0 += panel) {
+        const int nn = N - n0 < panel ? N - n0 : panel;
+        const float *xp = inp + (size_t)n0 * IC;
+        float *op = out + (size_t)n0 * OC;
+        int o = o0;
+        for (; o + 4 <= o1; o += 4)
+            for (int n = 0; n < nn; n += 6)
+                tile4(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,
+                      (size_t)IC, bias ? bias + o : NULL, IC, nn - n < 6 ? nn - n : 6);
+        for (; o < o1; o++)
+            for (int n = 0; n < nn; n += 6)
+                tile1(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,
+                      (size_t)IC, bias ? bias + o : NULL, IC, nn - n < 6 ? nn - n : 6);
+        if (act == GPT2C_ACT_GELU && o1 > o0)
+            for (int n = 0; n < nn; n++) gelu_row(op + (size_t)n * OC + o0, o1 - o0);
+    }
+}
+
+/* ---- attention against the cache -----------------------------------------
+ * A block of Q <= 4 consecutive queries of one head (prefill; decode has Q = 1):
+ * query qi sees keys [0, n0 + qi).  Each key vector and value row is loaded
+ * once for the block: QK^T as 4 key-vectors x Q broadcasts of q, PV as one
+ * value row x Q broadcasts of p.  Scores s (Q, MAX_CTX). */
+#define MAX_CTX 4096
+
+static inline __mmask16 lane_mask(int k) {
+    return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
+}
+
+ALWAYS_INLINE void attend_block(float *o, size_t ldo, const float *q, size_t ldq, const float *K, const float *V,
+                                int hs, int ctx, int n0, float *s, const int Q) {
+    const int n = n0 + Q - 1; /* keys of the last query */
+    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)hs));
+    /* scores, 64 keys per pass */
+    for (int j0 = 0; j0 < n; j0 += 64) {
+        __m512 a[4][4];
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++) a[qi][c] = _mm512_setzero_ps();
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) m[c] = lane_mask(n - j0 - 16 * c);
+        for (int i = 0; i < hs; i++) {
+            const float *kr = K + (size_t)i * ctx + j0;
+            const __m512 k0 = _mm512_maskz_loadu_ps(m[0], kr), k1 = _mm512_maskz_loadu_ps(m[1], kr + 16);
+            const __m512 k2 = _mm512_maskz_loadu_ps(m[2], kr + 32), k3 = _mm512_maskz_loadu_ps(m[3], kr + 48);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 qb = _mm512_set1_ps(q[qi * ldq + i]);
+                a[qi][0] = _mm512_fmadd_ps(qb, k0, a[qi][0]);
+                a[qi][1] = _mm512_fmadd_ps(qb, k1, a[qi][1]);
+                a[qi][2] = _mm512_fmadd_ps(qb, k2, a[qi][2]);
+                a[qi][3] = _mm512_fmadd_ps(qb, k3, a[qi][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++)
+                if (m[c]) _mm512_mask_storeu_ps(s + qi * MAX_CTX + j0 + 16 * c, m[c], _mm512_mul_ps(a[qi][c], scale));
+    }
+    /* softmax per query over its own keys; p = 0 beyond them (up to n) */
+    float inv[4];
+    for (int qi = 0; qi < Q; qi++) {
+        float *sq = s + qi * MAX_CTX;
+        const int nq = n0 + qi;
+        __m512 mx = _mm512_set1_ps(-INFINITY);
+        for (int j = 0; j < nq; j += 16) {
+            const __mmask16 mk = lane_mask(nq - j);
+            mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, sq + j));
+        }
+        const __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        __m512 sum = _mm512_setzero_ps();
+        for (int j = 0; j < n; j += 16) {
+            const __mmask16 mk = lane_mask(nq - j), mall = lane_mask(n - j);
+            const __m512 e = _mm512_maskz_mov_ps(mk, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sq + j), vmax)));
+            _mm512_mask_storeu_ps(sq + j, mall, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        inv[qi] = 1.0f / _mm512_reduce_add_ps(sum);
+    }
+    /* out_q = sum_j p_q[j] V[j] / sum_q, up to 64 channels per pass */
+    for (int c0 = 0; c0 < hs; c0 += 64) {
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) m[c] = lane_mask(hs - c0 - 16 * c);
+        __m512 a[4][4];
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++) a[qi][c] = _mm512_setzero_ps();
+        for (int j = 0; j < n; j++) {
+            const float *vr = V + (size_t)j * hs + c0;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m[0], vr), v1 = _mm512_maskz_loadu_ps(m[1], vr + 16);
+            const __m512 v2 = _mm512_maskz_loadu_ps(m[2], vr + 32), v3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 pb = _mm512_set1_ps(s[qi * MAX_CTX + j]);
+                a[qi][0] = _mm512_fmadd_ps(pb, v0, a[qi][0]);
+                a[qi][1] = _mm512_fmadd_ps(pb, v1, a[qi][1]);
+                a[qi][2] = _mm512_fmadd_ps(pb, v2, a[qi][2]);
+                a[qi][3] = _mm512_fmadd_ps(pb, v3, a[qi][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++) {
+            const __m512 iv = _mm512_set1_ps(inv[qi]);
+            for (int c = 0; c < 4; c++)
+                if (m[c]) _mm512_mask_storeu_ps(o + qi * ldo + c0 + 16 * c, m[c], _mm512_mul_ps(a[qi][c], iv));
+        }
+    }
+}
+
+/* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries */
+int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                               const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+    (void)B;
+    if (ctx > MAX_CTX) return 0;
+    const int hs = C / NH;
+    float s[4 * MAX_CTX] __attribute__((aligned(64)));
+    for (long task = t0; task < t1;) {
+        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
+        long Q = Tq - t; /* queries left in this (b, h) */
+        if (Q > t1 - task) Q = t1 - task;
+        if (Q > 4) Q = 4;
+        const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
+        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
+        const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
+        const int n0 = pos[b] + t + 1;
+        switch (Q) {
+        case 4: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 4); break;
+        case 3: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 3); break;
+        case 2: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 2); break;
+        default: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 1); break;
+        }
+        task += Q;
+    }
+    return 1;
+}
