@@ -53,8 +53,9 @@ awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' && pass "loss decreases
 # with 1 thread instead of 2: the losses must be identical
 $G train "${COMMON[@]}" --steps 8 --save "$W/ck_{step}.safetensors" --save-every 5 --log /dev/null 2>/dev/null
 [ -f "$W/ck_5.safetensors" ] && [ -f "$W/ck_8.safetensors" ] && pass "--save {step} keeps ck_5 and ck_8" || fail "--save {step}"
+# (seed and shuffling come from the checkpoint: not repeated here)
 if $G train --resume "$W/ck_5.safetensors" --data "$TRAIN" --val-data "$VAL" --batch 2 --seq 16 --lr 3e-3 \
-     --schedule cosine --warmup 2 --eval-every 4 --eval-batches 2 --shuffle --seed 7 --threads 1 --steps 8 \
+     --schedule cosine --warmup 2 --eval-every 4 --eval-batches 2 --threads 1 --steps 8 \
      --log "$W/resumed.jsonl" 2>"$W/resume.err"; then
   pass "resume"
 else
@@ -67,6 +68,21 @@ for s in 5 6 7; do
 done
 a=$(grep '"step":8,"val_loss"' "$W/full.jsonl"); b=$(grep '"step":8,"val_loss"' "$W/resumed.jsonl")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "final val loss identical after resume (and with 1 vs 2 threads)" || fail "final val loss: '$a' vs '$b'"
+
+expect_error "resume with a different seed" "contradicts" $G train --resume "$W/ck_5.safetensors" --data "$TRAIN" --steps 8 --seed 8
+
+# 2a. gradient accumulation: B=4 equals 2 micro-batches of B=2 (sequential data:
+# the same rows), up to fp32 summation order
+SEQUENTIAL=()
+for a in "${COMMON[@]}"; do [ "$a" = --shuffle ] || SEQUENTIAL+=("$a"); done
+$G train "${SEQUENTIAL[@]}" --steps 3 --batch 4 --log "$W/b4.jsonl" 2>/dev/null
+$G train "${SEQUENTIAL[@]}" --steps 3 --batch 2 --accum 2 --log "$W/b2a2.jsonl" 2>/dev/null
+for s in 0 1 2; do
+  a=$(grep "\"step\":$s,\"loss\"" "$W/b4.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+  b=$(grep "\"step\":$s,\"loss\"" "$W/b2a2.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-5 * a) }' &&
+    pass "accum step $s: B=4 loss $a == B=2 x 2 loss $b" || fail "accum step $s: '$a' vs '$b'"
+done
 
 # 2b. a profiled training run writes the profiler's outputs
 if $G train "${COMMON[@]}" --steps 3 --profile-out "$W/prof" 2>/dev/null && [ -s "$W/prof/trace.json" ] &&

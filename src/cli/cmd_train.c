@@ -94,8 +94,10 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
     return GPT2C_OK;
 }
 
-/* Reads the trainer state a checkpoint saved. */
-static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos) {
+/* Reads the trainer state a checkpoint saved: steps done, data position, and
+ * the seed and shuffle setting that order the data (a resumed run must use
+ * the same ones: given on the command line, they must agree). */
+static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, long long *seed, int *shuffle) {
     gpt2c_st_file *f;
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
     const char *s = gpt2c_st_meta(f, "gpt2c.step"), *e = gpt2c_st_meta(f, "gpt2c.data.epoch"),
@@ -108,6 +110,15 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos) {
         pos->epoch = strtoull(e, NULL, 10);
         pos->shard = atoi(sh);
         pos->cursor = strtoull(c, NULL, 10);
+        const char *sd = gpt2c_st_meta(f, "gpt2c.seed"), *sf = gpt2c_st_meta(f, "gpt2c.data.shuffle");
+        long long saved_seed = sd ? strtoll(sd, NULL, 10) : *seed;
+        int saved_shuffle = sf ? atoi(sf) : *shuffle;
+        if (cli_given("--seed") && saved_seed != *seed)
+            rc = cli_error("train", "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
+        else if (cli_given("--shuffle") && !saved_shuffle)
+            rc = cli_error("train", "--shuffle contradicts the checkpoint %s (trained on sequential batches)", path);
+        *seed = saved_seed;
+        *shuffle = saved_shuffle;
     }
     gpt2c_st_close(f);
     return rc;
@@ -179,7 +190,7 @@ int cmd_train(int argc, char **argv) {
     if (resume) {
         model_arg ra = ma;
         ra.model = resume;
-        if ((rc = read_resume_state(resume, &start_step, &pos))) return rc;
+        if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
         if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &m, &loaded))) return rc;
     } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &m, &loaded))) {
         return rc;
