@@ -5,7 +5,7 @@ G="$1"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-TINY="--model gpt2 --layers 2 --heads 2 --channels 32 --vocab 128 --batch 2 --seq 8"
+TINY="--model gpt2 --layers 2 --heads 2 --embd 32 --vocab 128 --batch 2 --seq 8"
 
 "$G" profile $TINY --steps 1 --trials 2 --warmup 1 --threads 1 --no-peak --out "$D/p" > "$D/out.txt" || fail "profile run"
 for f in trace.json summary.json ops.csv report.html report.txt top_ops.svg attention_vs_ffn.svg phases.svg roofline.svg scaling.svg; do
@@ -26,6 +26,13 @@ if [ "$n" != 0 ] && [ "$n" != 1 ]; then fail "unavailable said $n times"; fi
 # a thread sweep gives the scaling table
 "$G" profile $TINY --trials 1 --warmup 0 --threads 1,2 --no-peak --no-counters --quiet --out "$D/s" || fail "sweep"
 grep -q '"scaling":\[' "$D/s/summary.json" && grep -q '"threads":2' "$D/s/summary.json" || fail "no scaling rows"
+
+# a checkpoint path profiles that model
+if [ -n "${GPT2C_FIXTURES:-}" ] && [ -f "$GPT2C_FIXTURES/ref_tiny/model.safetensors" ]; then
+    "$G" profile --model "$GPT2C_FIXTURES/ref_tiny/model.safetensors" --batch 2 --seq 8 --trials 1 --warmup 0 \
+        --threads 1 --no-peak --no-counters --quiet --out "$D/ck" || fail "profile a checkpoint"
+    grep -q 'ref_tiny' "$D/ck/summary.json" || fail "summary.json does not name the checkpoint"
+fi
 
 # bad options: usage errors (2) or clear failures (1), never a crash
 expect() { want=$1; shift; "$G" profile "$@" > /dev/null 2> "$D/err"; rc=$?

@@ -6,7 +6,7 @@ C=$(command -v chromium || command -v chromium-browser || command -v google-chro
 if [ -z "$C" ]; then echo "SKIP: chromium not installed (apt-get install -y chromium)"; exit 77; fi
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
-"$G" profile --model gpt2 --layers 2 --heads 2 --channels 32 --vocab 128 --batch 2 --seq 8 --trials 2 --warmup 0 \
+"$G" profile --model gpt2 --layers 2 --heads 2 --embd 32 --vocab 128 --batch 2 --seq 8 --trials 2 --warmup 0 \
     --threads 1 --no-peak --quiet --out "$D/p" || { echo "FAIL: profile"; exit 1; }
 timeout 120 "$C" --headless --no-sandbox --disable-gpu --user-data-dir="$D/chrome" --dump-dom "file://$D/p/report.html" \
     > "$D/dom.html" 2> "$D/chrome.err"

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/args.h"
+#include "cli/model_arg.h"
 #include "cli/commands.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
@@ -113,19 +113,15 @@ static int known_backend(const char *b) {
     return !strcmp(b, "ref") || !strcmp(b, "cpu") || !strcmp(b, "blas") || !strcmp(b, "cuda");
 }
 
-static int looks_like_path(const char *s) {
-    struct stat st;
-    return strchr(s, '/') || strstr(s, ".bin") || strstr(s, ".safetensors") || stat(s, &st) == 0;
-}
-
 int cmd_profile(int argc, char **argv) {
-    const char *model = "gpt2", *out = NULL, *backends = "cpu";
-    int B = 4, T = 64, steps = 1, trials = 10, warmup = 2, layers = 0, heads = 0, channels = 0, vocab = 0;
+    const char *out = NULL, *backends = "cpu";
+    model_arg ma = {0};
+    int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
-        {"--model", CLI_STR, &model, "preset name (gpt2, gpt2-medium, d12, ...) for a fresh random model", 0, 0},
+        MODEL_ARG_OPTS(ma),
         {"--batch", CLI_INT, &B, "batch size B", 1, 1 << 16},
         {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
         {"--steps", CLI_INT, &steps, "training steps per trial", 1, 1 << 20},
@@ -135,10 +131,6 @@ int cmd_profile(int argc, char **argv) {
         {"--backend", CLI_STR, &backends, "backend, or a sweep: cpu,blas", 0, 0},
         {"--out", CLI_STR, &out, "output folder for trace.json, summary.json, ops.csv, report.html, *.svg", 0, 0},
         {"--seed", CLI_LONG, &seed, "seed for the model and the batches", 0, 0},
-        {"--layers", CLI_INT, &layers, "override the preset's layer count (small test models)", 1, 4096},
-        {"--heads", CLI_INT, &heads, "override the preset's head count", 1, 4096},
-        {"--channels", CLI_INT, &channels, "override the preset's channels", 1, 65536},
-        {"--vocab", CLI_INT, &vocab, "override the preset's vocabulary size", 2, 1 << 24},
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
@@ -169,29 +161,21 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 1; i < threads.n; i++)
         if (threads.items[i] > main_threads) main_threads = threads.items[i];
 
-    gpt2c_config cfg;
-    if (looks_like_path(model))
-        return cli_error(CMD, "--model %s: loading a checkpoint needs gpt2c_model_load (the io branch), not in this build yet; "
-                              "use a preset name (gpt2, d12, ...) for a random model", model);
-    if (gpt2c_config_preset(model, &cfg) != GPT2C_OK) return cli_fail_status(CMD);
-    if (layers) cfg.num_layers = layers;
-    if (heads) cfg.num_heads = heads;
-    if (channels) cfg.channels = channels;
-    if (vocab) {
-        cfg.vocab_size = vocab;
-        cfg.padded_vocab_size = 0;
+    /* a preset (fresh GPT-2 init, sizes overridable) or a checkpoint */
+    const char *model = ma.model ? ma.model : "gpt2";
+    gpt2c_model *m = NULL;
+    int loaded = 0;
+    if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
+    if (T > m->cfg.max_seq_len) {
+        gpt2c_model_free(m);
+        return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, m->cfg.max_seq_len);
     }
-    if (gpt2c_config_check(&cfg, "--model") != GPT2C_OK) return cli_fail_status(CMD);
-    if (T > cfg.max_seq_len) return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, cfg.max_seq_len);
 
     char cmdline[2048];
     int k = snprintf(cmdline, sizeof cmdline, "gpt2c profile");
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    gpt2c_model *m = NULL;
-    if (gpt2c_model_create(&cfg, &m) != GPT2C_OK) return cli_fail_status(CMD);
-    gpt2c_model_init_random(m, (uint64_t)seed);
     run_ctx r = {B, T, steps, trials, warmup, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
