@@ -69,6 +69,7 @@ static int open_one(uint32_t type, uint64_t config, int group_fd) {
     return fd;
 }
 
+#if defined(__x86_64__) || defined(__i386__) /* only the x86 vendor probes read sysfs */
 static int read_sysfs_int(const char *path, int *v) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -76,6 +77,7 @@ static int read_sysfs_int(const char *path, int *v) {
     fclose(f);
     return ok;
 }
+#endif
 
 static void detect_cpu(gpt2c_counters *c, uint32_t *intel_type) {
     c->td = GPT2C_TD_NONE;

@@ -30,6 +30,8 @@ static float run_fma(int isa, long iters) {
 #if defined(__x86_64__) || defined(__i386__)
     if (isa == GPT2C_ISA_AVX512) return gpt2c_peak_fma_avx512(iters);
     if (isa == GPT2C_ISA_AVX2) return gpt2c_peak_fma_avx2(iters);
+#else
+    (void)isa; /* only the scalar loop exists off x86 */
 #endif
     return fma_scalar(iters);
 }
@@ -38,6 +40,8 @@ static double flops_per_iter(int isa) {
 #if defined(__x86_64__) || defined(__i386__)
     if (isa == GPT2C_ISA_AVX512) return gpt2c_peak_fma_flops_per_iter_avx512;
     if (isa == GPT2C_ISA_AVX2) return gpt2c_peak_fma_flops_per_iter_avx2;
+#else
+    (void)isa;
 #endif
     return 16;
 }

@@ -16,7 +16,6 @@
 #endif
 
 static uint8_t bmp_class[65536];
-static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 
 static int is_white_space(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -39,13 +38,17 @@ static int class_of_cp(uint32_t c) {
     default: return TOK_C_OTHER;
     }
 #else
-    return TOK_C_OTHER;
+    return TOK_C_OTHER; /* never reached in use: without utf8proc the tokenizer refuses to load */
 #endif
 }
+
+#ifdef GPT2C_HAVE_UTF8PROC
+static pthread_once_t class_once = PTHREAD_ONCE_INIT;
 
 static void init_classes(void) {
     for (uint32_t c = 0; c < 65536; c++) bmp_class[c] = (uint8_t)class_of_cp(c);
 }
+#endif
 
 int tok_pretok_ready(void) {
 #ifdef GPT2C_HAVE_UTF8PROC

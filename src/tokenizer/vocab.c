@@ -28,6 +28,8 @@ void gpt2c_tokenizer_free(gpt2c_tokenizer *t) {
 int gpt2c_tokenizer_vocab_size(const gpt2c_tokenizer *t) { return t ? t->n_vocab : 0; }
 int gpt2c_tokenizer_eot(const gpt2c_tokenizer *t) { return t ? t->eot : -1; }
 
+/* the loaders need jansson for the vocabulary JSON */
+#ifdef GPT2C_HAVE_JANSSON
 static size_t pow2_at_least(size_t n) {
     size_t p = 16;
     while (p < n) p <<= 1;
@@ -91,7 +93,6 @@ static gpt2c_status build_vmap(gpt2c_tokenizer *t, const char *path) {
     return GPT2C_OK;
 }
 
-#ifdef GPT2C_HAVE_JANSSON
 static gpt2c_status load_vocab_json(gpt2c_tokenizer *t, const char *path) {
     void *buf;
     size_t size;
@@ -169,7 +170,6 @@ done:
     json_decref(root);
     return st;
 }
-#endif
 
 /* Id of a token written in byte-level symbols, or -1. */
 static int32_t symbol_id(const gpt2c_tokenizer *t, const char *s, size_t n, uint8_t *scratch) {
@@ -255,6 +255,8 @@ done:
     free(buf);
     return st;
 }
+
+#endif
 
 gpt2c_status gpt2c_tokenizer_load_files(const char *vocab_json, const char *merges, gpt2c_tokenizer **out) {
     *out = NULL;

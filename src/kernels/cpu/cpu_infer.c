@@ -5,25 +5,16 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gpt2c/cpu.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 #include "kernels/ref/ref_infer.h"
 
-/* Set once in gpt2c_kernels_cpu_infer_fill (before any kernel runs, so the
- * worker threads only read it). */
+/* The inference kernels follow the cpu backend's ISA choice (CPUID, or
+ * forced with --isa / GPT2C_ISA=avx2|scalar), read once in
+ * gpt2c_kernels_cpu_infer_fill before any kernel runs. */
 static int use_avx512;
-static int have_avx512(void) { return use_avx512; }
-
-static int detect_avx512(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    const char *e = getenv("GPT2C_NO_AVX512"); /* to test the fallback on an AVX-512 machine */
-    return __builtin_cpu_supports("avx512f") && !(e && *e && *e != '0');
-#else
-    return 0;
-#endif
-}
 
 /* Portable fallback: 8 partial sums per dot product, so the compiler can
  * vectorize without reassociating. */
@@ -47,7 +38,7 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
 static void cpu_matmul_infer_range(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                                    int OC, int act, int o0, int o1) {
 #if defined(__x86_64__)
-    if (have_avx512()) {
+    if (use_avx512) {
         cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
@@ -73,13 +64,13 @@ static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos,
 static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                    const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
-    if (have_avx512() && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
+    if (use_avx512 && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
     ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
-    use_avx512 = detect_avx512();
+    use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
     k->kv_write = cpu_kv_write;
     k->attention_kv_range = cpu_attention_kv_range;
