@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it:
 #   1. warnings-as-errors build + ctest
 #   2. AddressSanitizer + UBSan build + ctest
-#   3. short bounded libFuzzer runs of the parsers (clang)
+#   3. a build without jansson, utf8proc, BLAS and CUDA + ctest (their tests skip)
+#   4. short bounded libFuzzer runs of the parsers (clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -18,6 +19,11 @@ echo "== build (AddressSanitizer + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGPT2C_WERROR=ON -DGPT2C_SANITIZE=ON -DGPT2C_CUDA=OFF >/dev/null
 cmake --build build-asan -j "$JOBS"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS")
+
+echo "== build without optional dependencies =="
+cmake -S . -B build-nodeps -DGPT2C_WERROR=ON -DGPT2C_CUDA=OFF -DGPT2C_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON >/dev/null
+cmake --build build-nodeps -j "$JOBS"
+(cd build-nodeps && ctest --output-on-failure -j "$JOBS")
 
 if [ -f fuzz/run.sh ]; then
   echo "== fuzz (bounded) =="

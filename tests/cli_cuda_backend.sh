@@ -14,12 +14,29 @@ fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
 for i in $(seq 1 600); do
   echo "the quick brown fox number $i jumps over the lazy dog, and the dog sleeps."
 done >"$W/text.txt"
-$G bpe-train --in "$W/text.txt" --vocab-size 300 --out "$W/vocab" >/dev/null 2>&1 || { echo "bpe-train failed"; exit 1; }
-$G tokenize --vocab "$W/vocab" --in "$W/text.txt" --out "$W/shards" --name t --val-tokens 1024 >/dev/null 2>&1 || { echo "tokenize failed"; exit 1; }
-COMMON=(--model gpt2 --layers 2 --heads 2 --embd 64 --ctx 64 --vocab "$W/vocab" --data "$W/shards/t_train_*.bin"
+BUILD=$($G --version)
+if [[ $BUILD == *+jansson* && $BUILD == *+utf8proc* ]]; then
+  $G bpe-train --in "$W/text.txt" --vocab-size 300 --out "$W/vocab" >/dev/null 2>&1 || { echo "bpe-train failed"; exit 1; }
+  $G tokenize --vocab "$W/vocab" --in "$W/text.txt" --out "$W/shards" --name t --val-tokens 1024 >/dev/null 2>&1 || { echo "tokenize failed"; exit 1; }
+  VOCAB="$W/vocab"
+else # no tokenizer in this build: shards of pseudo-random ids < 300, written here (llm.c format)
+  le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
+  shard() { # shard FILE NTOKENS SEED
+    { le32 20240520; le32 1; le32 "$2"; head -c $((253 * 4)) /dev/zero
+      for ((i = 0; i < $2; i++)); do v=$(((i * 37 + $3 * 11 + i / 7) % 300)); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $((v >> 8)))"; done
+    } >"$1"
+  }
+  mkdir -p "$W/shards"
+  shard "$W/shards/t_val_000000.bin" 1024 1
+  shard "$W/shards/t_train_000000.bin" 4096 2
+  VOCAB=300
+fi
+COMMON=(--model gpt2 --layers 2 --heads 2 --embd 64 --ctx 64 --vocab "$VOCAB" --data "$W/shards/t_train_*.bin"
         --batch 4 --seq 48 --lr 1e-3 --seed 7 --steps 8)
+SAVE=(--save "$W/cuda.safetensors")
+[[ $BUILD == *+jansson* ]] || SAVE=() # checkpoints are safetensors, which need jansson
 
-$G train "${COMMON[@]}" --backend cuda --log "$W/cuda.jsonl" --save "$W/cuda.safetensors" >/dev/null 2>"$W/err"
+$G train "${COMMON[@]}" --backend cuda --log "$W/cuda.jsonl" "${SAVE[@]}" >/dev/null 2>"$W/err"
 rc=$?
 if [ $rc -ne 0 ]; then
   if [ $rc -ge 128 ]; then fail "crashed (exit $rc)"; cat "$W/err"; exit 1; fi
@@ -36,6 +53,10 @@ $G train "${COMMON[@]}" --backend cpu --log "$W/cpu.jsonl" >/dev/null 2>&1 || fa
 paste <(grep -o '"loss":[0-9.eE+-]*' "$W/cuda.jsonl" | cut -d: -f2) <(grep -o '"loss":[0-9.eE+-]*' "$W/cpu.jsonl" | cut -d: -f2) |
   awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-3 * $2) { bad++; print "step " NR-1 ": cuda " $1 " cpu " $2 } ; n++ }
        END { exit (bad > 0 || n != 8) }' && pass "losses match cpu" || fail "losses differ from cpu"
-$G eval --model "$W/cuda.safetensors" --data "$W/shards/t_val_*.bin" --batch 2 --seq 48 --backend cuda >/dev/null 2>&1 &&
-  pass "eval of the cuda checkpoint on cuda" || fail "eval on cuda"
+if [ ${#SAVE[@]} -eq 0 ]; then
+  echo "built without jansson: no checkpoint to eval"
+else
+  $G eval --model "$W/cuda.safetensors" --data "$W/shards/t_val_*.bin" --batch 2 --seq 48 --backend cuda >/dev/null 2>&1 &&
+    pass "eval of the cuda checkpoint on cuda" || fail "eval on cuda"
+fi
 [ $fails -eq 0 ] && exit 0 || exit 1

@@ -204,9 +204,7 @@ int main(void) {
     snprintf(dir, sizeof dir, "%s", io_scratch("bad"));
     gpt2c_model *m = io_tiny_model(5);
     test_bin(m);
-#ifdef GPT2C_HAVE_JANSSON
-    test_safetensors(m);
-#endif
+    if (HAVE_J) test_safetensors(m); /* safetensors needs jansson */
     test_save_failures(m);
     gpt2c_model_free(m);
     io_rm_rf(dir);
