@@ -12,10 +12,7 @@
 
 #include "kernels/cpu/cpu_ops.h"
 
-/* sqrtf / logf need not set errno here: lets GCC vectorise them */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-math-errno")
-#endif
+/* compiled with -fno-math-errno (CMakeLists.txt): sqrtf in a loop vectorises */
 #include "kernels/cpu/gemm.h"
 
 #define LN_EPS 1e-5f
