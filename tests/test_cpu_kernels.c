@@ -177,6 +177,18 @@ static void test_pointwise(size_t n) {
     check("adamw p", p[0], p[1], p_r, n, 1e-6);
     check("adamw m", m[0], m[1], m_r, n, 1e-6);
     check("adamw v", v[0], v[1], v_r, n, 1e-6);
+    /* adamw_zero_grad: adamw's numbers bitwise, and the gradient left zero */
+    for (int t = 0; t < 2; t++) {
+        gpt2c_set_threads(t + 1);
+        float *pz = dup(p[t], n), *mz = dup(m[t], n), *vz = dup(v[t], n), *gz = dup(d, n);
+        CPU->adamw(p[t], d, m[t], v[t], n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 4);
+        CPU->adamw_zero_grad(pz, gz, mz, vz, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 4);
+        CHECK_MSG(memcmp(pz, p[t], 4 * n) == 0 && memcmp(mz, m[t], 4 * n) == 0 && memcmp(vz, v[t], 4 * n) == 0,
+                  "[%s] adamw_zero_grad n=%zu threads=%d: not bitwise adamw", g_isa, n, t + 1);
+        CHECK_MSG(memcmp(gz, o_r, 4 * n) == 0, "[%s] adamw_zero_grad n=%zu threads=%d: gradient not zeroed", g_isa, n,
+                  t + 1);
+        free(pz), free(mz), free(vz), free(gz);
+    }
     free(x), free(d), free(y), free(o_r), free(g_r), free(p_r), free(m_r), free(v_r);
     for (int t = 0; t < 2; t++) free(o[t]), free(g[t]), free(p[t]), free(m[t]), free(v[t]);
 }

@@ -77,6 +77,7 @@ typedef struct gpt2c_model {
     gpt2c_params grads;
     float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
     int opt_step;         /* AdamW steps taken so far */
+    int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
 
     const struct gpt2c_kernels *k;
     gpt2c_profiler *prof; /* NULL: profiling off */
@@ -129,6 +130,7 @@ const float *gpt2c_model_logits(const gpt2c_model *m);
 /* Per-position losses (B,T) of the last forward with targets. */
 const float *gpt2c_model_losses(const gpt2c_model *m);
 
+/* After it the gradients are zero (free when they are known to be already). */
 void gpt2c_model_zero_grad(gpt2c_model *m);
 /* Accumulates the gradient of loss_scale * mean loss into grads (loss_scale =
  * 1/accum for gradient accumulation).  Needs a forward with targets. */
@@ -141,7 +143,9 @@ typedef struct gpt2c_adamw_cfg {
 } gpt2c_adamw_cfg;
 
 /* Global grad norm, clip, and one AdamW step at learning rate lr.  *norm gets
- * the norm before clipping. */
+ * the norm before clipping.  On success the gradients are left zero (the
+ * zeroing is fused into AdamW where the backend can), so the next
+ * gpt2c_model_zero_grad costs nothing. */
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *opt, float lr, float *norm);
 /* Allocates the AdamW moments (zeroed) if not yet there. */
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m);

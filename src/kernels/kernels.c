@@ -29,6 +29,8 @@ static const gpt2c_kernels REF = {
     .sumsq = ref_sumsq,
     .adamw = ref_adamw,
     .zero = ref_zero,
+    /* [fast-cpu] */
+    .adamw_zero_grad = ref_adamw_zero_grad,
     /* [inference] */
     .matmul_infer_range = ref_matmul_infer_range,
     .kv_write = ref_kv_write,
@@ -42,16 +44,17 @@ const gpt2c_kernels *gpt2c_kernels_ref(void) { return &REF; }
 typedef void (*fnptr)(void);
 #define NFN ((sizeof(gpt2c_kernels) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
 
-/* The [inference] entries are optional for a device backend: the inference
- * engine checks for them and refuses a backend without (gpt2c_infer_create). */
-#define INFER_FIRST ((offsetof(gpt2c_kernels, matmul_infer_range) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
-#define INFER_LAST ((offsetof(gpt2c_kernels, attention_kv_range) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
+/* The [fast-cpu] and [inference] entries are optional for a device backend:
+ * the model falls back to the plain ops, and the inference engine checks for
+ * its entries and refuses a backend without (gpt2c_infer_create). */
+#define OPTIONAL_FIRST ((offsetof(gpt2c_kernels, adamw_zero_grad) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
+#define OPTIONAL_LAST ((offsetof(gpt2c_kernels, attention_kv_range) - offsetof(gpt2c_kernels, encoder_forward)) / sizeof(fnptr))
 
 /* Index of the first NULL entry of a table, or -1 if every entry is set. */
 static long first_null_entry(const gpt2c_kernels *b) {
     const fnptr *e = (const fnptr *)((const char *)b + offsetof(gpt2c_kernels, encoder_forward));
     for (size_t i = 0; i < NFN; i++)
-        if (!e[i] && !(i >= INFER_FIRST && i <= INFER_LAST)) return (long)i;
+        if (!e[i] && !(i >= OPTIONAL_FIRST && i <= OPTIONAL_LAST)) return (long)i;
     return -1;
 }
 

@@ -103,6 +103,13 @@ typedef struct gpt2c_kernels {
 
     /* ---- [fast-cpu] fused / extra training ops go here (each with a ref fallback) ---- */
 
+    /* adamw, and then g (n) = 0: one pass over memory instead of two (the
+     * model's update leaves the gradients zero, so the next zero_grad is
+     * skipped).  OPTIONAL for a device backend: without it the model calls
+     * adamw and zero. */
+    void (*adamw_zero_grad)(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1,
+                            float beta2, float eps, float wd, float grad_scale, int t);
+
     /* ---- [inference] KV-cache and decode ops go here (each with a ref fallback) ---- */
     /* The KV cache of one layer, per sequence: keys TRANSPOSED, kc (NH, hs, ctx),
      * so the scores of 16 keys are one vector FMA per channel; values vc (NH, ctx, hs).

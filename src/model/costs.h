@@ -41,5 +41,7 @@ static inline op_cost cost_zero(double n) { return (op_cost){0, 4 * n}; }
 static inline op_cost cost_sumsq(double n) { return (op_cost){2 * n, 4 * n}; }
 /* read p, g, m, v; write p, m, v */
 static inline op_cost cost_adamw(double n) { return (op_cost){14 * n, 28 * n}; }
+/* adamw + writing g = 0 */
+static inline op_cost cost_adamw_zero_grad(double n) { return (op_cost){14 * n, 32 * n}; }
 
 #endif

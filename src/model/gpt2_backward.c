@@ -8,8 +8,9 @@
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 
 void gpt2c_model_zero_grad(gpt2c_model *m) {
-    if (!m->grads_mem) return;
+    if (!m->grads_mem || m->grads_zero) return;
     OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)m->slab_floats), m->k->zero(m->grads_mem, m->slab_floats));
+    m->grads_zero = 1;
 }
 
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
@@ -19,6 +20,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
         GPT2C_TRY(gpt2c_model_alloc_grads(m));
     }
     GPT2C_TRY(gpt2c_acts_plan_backward(m->acts, m));
+    m->grads_zero = 0;
     const gpt2c_config *c = &m->cfg;
     gpt2c_acts *a = m->acts;
     const gpt2c_kernels *k = m->k;

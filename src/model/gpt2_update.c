@@ -30,9 +30,16 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
         const gpt2c_param_info *pi = &m->info[id];
         float wd = (pi->decay || o->decay_all) ? o->weight_decay : 0.0f;
         size_t off = pi->offset, n = pi->numel;
-        OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)n),
-           k->adamw(m->params_mem + off, m->grads_mem + off, m->m_mem + off, m->v_mem + off, n, lr, o->beta1, o->beta2,
-                    o->eps, wd, scale, m->opt_step));
+        float *p = m->params_mem + off, *g = m->grads_mem + off, *mm = m->m_mem + off, *v = m->v_mem + off;
+        if (k->adamw_zero_grad)
+            OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad((double)n),
+               k->adamw_zero_grad(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
+        else
+            OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)n),
+               k->adamw(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
     }
+    /* the slab's padding is never written, so zeroing every tensor zeroes the slab */
+    if (k->adamw_zero_grad) m->grads_zero = 1;
+    else gpt2c_model_zero_grad(m);
     return k->device_check ? k->device_check() : GPT2C_OK;
 }

@@ -116,6 +116,7 @@ gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
     m->grads_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "gradients");
     if (!m->grads_mem) return GPT2C_ERR_NOMEM;
     point(m, m->grads_mem, &m->grads);
+    m->grads_zero = 0; /* a device allocation need not be zeroed: the first zero_grad does it */
     return GPT2C_OK;
 }
 

@@ -75,6 +75,10 @@ static void adamw(float *p, const float *g, float *m, float *v, size_t n, float 
     K->adamw(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
 }
 static void zero(float *x, size_t n) { K->zero(x, n); }
+static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                            float eps, float wd, float grad_scale, int t) {
+    K->adamw_zero_grad(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+}
 
 static gpt2c_kernels CPU = {
     .name = "cpu",
@@ -98,6 +102,7 @@ static gpt2c_kernels CPU = {
     .sumsq = sumsq,
     .adamw = adamw,
     .zero = zero,
+    .adamw_zero_grad = adamw_zero_grad,
 };
 
 const gpt2c_kernels *gpt2c_kernels_cpu(void) {

@@ -12,10 +12,7 @@
 
 #include "kernels/cpu/cpu_ops.h"
 
-/* sqrtf / logf need not set errno here: lets GCC vectorise them */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-math-errno")
-#endif
+/* compiled with -fno-math-errno (CMakeLists.txt): sqrtf in a loop vectorises */
 #include "kernels/cpu/gemm.h"
 
 #define LN_EPS 1e-5f
@@ -385,20 +382,43 @@ static double sumsq(const float *x, size_t n) {
     return s;
 }
 
-/* One pass over p, g, m, v (same arithmetic as ref_adamw, element by element). */
+/* AdamW's per-step constants (same arithmetic as ref_adamw, element by element:
+ * one divide per element, sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref). */
+typedef struct {
+    float beta1, beta2, step, inv_bc2_sqrt, decay, eps, grad_scale;
+} adamw_consts;
+
+static adamw_consts adamw_setup(float lr, float beta1, float beta2, float eps, float wd, float grad_scale, int t) {
+    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    return (adamw_consts){beta1, beta2, (float)(lr / bc1), (float)(1.0 / sqrt(bc2)), 1.0f - lr * wd, eps, grad_scale};
+}
+
+/* element i of p, m, v from gradient value g */
+static inline void adamw_elem(float *p, float *m, float *v, float g, const adamw_consts *c) {
+    const float gi = g * c->grad_scale;
+    const float mi = c->beta1 * *m + (1.0f - c->beta1) * gi;
+    const float vi = c->beta2 * *v + (1.0f - c->beta2) * gi * gi;
+    *m = mi;
+    *v = vi;
+    *p = *p * c->decay - c->step * mi / (sqrtf(vi) * c->inv_bc2_sqrt + c->eps);
+}
+
+/* One pass over p, g, m, v; threads take contiguous halves (static split). */
 static void adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
                   float eps, float wd, float grad_scale, int t) {
-    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
-    /* one divide per element: sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref */
-    const float step = (float)(lr / bc1), inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)), decay = 1.0f - lr * wd;
+    const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) adamw_elem(p + i, m + i, v + i, g[i], &c);
+}
+
+/* adamw, zeroing g as it goes: saves the separate zero_grad pass over the slab. */
+static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                            float eps, float wd, float grad_scale, int t) {
+    const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
 #pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        const float gi = g[i] * grad_scale;
-        const float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_bc2_sqrt + eps);
+        adamw_elem(p + i, m + i, v + i, g[i], &c);
+        g[i] = 0.0f;
     }
 }
 
@@ -434,4 +454,5 @@ const gpt2c_kernels OPS_TABLE = {
     .sumsq = sumsq,
     .adamw = adamw,
     .zero = zero,
+    .adamw_zero_grad = adamw_zero_grad,
 };

@@ -31,5 +31,7 @@ double ref_sumsq(const float *x, size_t n);
 void ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps,
                float wd, float grad_scale, int t);
 void ref_zero(float *x, size_t n);
+void ref_adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                         float eps, float wd, float grad_scale, int t);
 
 #endif

@@ -22,3 +22,9 @@ void ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
         p[i] -= step * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
     }
 }
+
+void ref_adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                         float eps, float wd, float grad_scale, int t) {
+    ref_adamw(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+    for (size_t i = 0; i < n; i++) g[i] = 0.0f;
+}
