@@ -29,11 +29,21 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* median and best ms of `reps` runs (after one warm-up) */
+/* median and best ms of `reps` runs, after warming up (caches, page faults,
+ * thread wake-up) for at least 3 runs and 100 ms */
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best) {
     double t[64];
-    for (int r = -1; r < reps; r++) {
+    int warm = 0;
+    for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) {
+#ifdef GPT2C_HAVE_BLAS
+        if (blas)
+            blas_linear_gemm(op, C, A, B, N, IC, OC);
+        else
+#endif
+            cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
+    }
+    for (int r = 0; r < reps; r++) {
         const double t0 = now_ms();
 #ifdef GPT2C_HAVE_BLAS
         if (blas)
@@ -42,7 +52,7 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
 #endif
             cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
         (void)blas;
-        if (r >= 0) t[r] = now_ms() - t0;
+        t[r] = now_ms() - t0;
     }
     qsort(t, reps, sizeof(double), cmp_double);
     *med = t[reps / 2];
@@ -54,7 +64,7 @@ int bench_gemm(int argc, char **argv) {
     int threads = 0, reps = 5, json = 0, no_blas = 0;
     cli_intlist ns = {{256, 1024}, 2};
     cli_opt opts[] = {
-        {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 0, 0},
+        {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 1, 1 << 20},
         {"--threads", CLI_INT, &threads, "threads (default: all cores)", 0, 1024},
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
@@ -83,27 +93,38 @@ int bench_gemm(int argc, char **argv) {
         printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"results\":[", gpt2c_isa_name(gpt2c_cpu_isa()),
                nt, peak);
     }
+    /* every cpu timing first, then every blas timing: OpenBLAS's threads spin
+     * for a while after each call and would steal a core from the next cpu run */
+    static double med[2][64][5][3], bestv[2][64][5][3];
+    for (int pass = 0; pass < 1 + have_blas; pass++)
+        for (int ni = 0; ni < ns.n && ni < 64; ni++)
+            for (int s = 0; s < 5; s++) {
+                const int N = ns.items[ni], IC = shapes[s][0], OC = shapes[s][1];
+                float *X = gpt2c_alloc(sizeof(float) * N * IC, "X"), *W = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "W");
+                float *D = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "dout");
+                float *out = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "out");
+                float *dX = gpt2c_alloc(sizeof(float) * N * IC, "dX"), *dW = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "dW");
+                if (!X || !W || !D || !out || !dX || !dW) return cli_fail_status("bench gemm");
+                gpt2c_rng r;
+                gpt2c_rng_seed(&r, 7, 0);
+                for (size_t i = 0; i < (size_t)N * IC; i++) X[i] = gpt2c_rng_uniform(&r) - 0.5f;
+                for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = gpt2c_rng_uniform(&r) - 0.5f;
+                for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = gpt2c_rng_uniform(&r) - 0.5f;
+                for (int op = 0; op < 3; op++) {
+                    float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
+                    const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
+                    time_gemm(pass, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &med[pass][ni][s][op],
+                              &bestv[pass][ni][s][op]);
+                }
+                gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
+            }
     int first = 1;
-    for (int ni = 0; ni < ns.n; ni++)
+    for (int ni = 0; ni < ns.n && ni < 64; ni++)
         for (int s = 0; s < 5; s++) {
             const int N = ns.items[ni], IC = shapes[s][0], OC = shapes[s][1];
-            float *X = gpt2c_alloc(sizeof(float) * N * IC, "X"), *W = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "W");
-            float *D = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "dout");
-            float *out = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "out"), *dX = gpt2c_alloc(sizeof(float) * N * IC, "dX");
-            float *dW = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "dW");
-            if (!X || !W || !D || !out || !dX || !dW) return cli_fail_status("bench gemm");
-            gpt2c_rng r;
-            gpt2c_rng_seed(&r, 7, 0);
-            for (size_t i = 0; i < (size_t)N * IC; i++) X[i] = gpt2c_rng_uniform(&r) - 0.5f;
-            for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = gpt2c_rng_uniform(&r) - 0.5f;
-            for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = gpt2c_rng_uniform(&r) - 0.5f;
             const double gflop = 2.0 * N * IC * OC * 1e-9;
             for (int op = 0; op < 3; op++) {
-                float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
-                const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
-                double cm, cb, bm = 0, bb = 0;
-                time_gemm(0, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &cm, &cb);
-                if (have_blas) time_gemm(1, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &bm, &bb);
+                const double cm = med[0][ni][s][op], cb = bestv[0][ni][s][op], bm = have_blas ? med[1][ni][s][op] : 0;
                 const double cg = gflop / (cm * 1e-3), bg = have_blas ? gflop / (bm * 1e-3) : 0;
                 if (!json) {
                     char b1[16] = "-", b2[16] = "-", b3[16] = "-", b4[16] = "-";
@@ -125,7 +146,6 @@ int bench_gemm(int argc, char **argv) {
                 }
                 fflush(stdout);
             }
-            gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
         }
     if (json) printf("]}\n");
     else printf("  (GFLOP/s from the median; 'best' from the fastest run; peak measured now, same isa and threads)\n");
