@@ -70,7 +70,7 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         const int b = bh / NH, h = bh % NH;
         const float *qb = qkv + (size_t)b * T * C3 + h * hs, *kb = qb + C, *vb = qb + 2 * C;
         float qt[hs * ATT_FQ];                     /* Q block transposed: qt[i*FQ + r] */
-        float kr[ATT_FK * hs];                     /* K tile, rows */
+        float kr[ATT_FK * hs];                     /* K tile rows, zero-padded (last tile) */
         float vr[v_direct ? 1 : ATT_FK * hsp];     /* V tile, rows zero-padded to hsp */
         float st[ATT_FK * ldq];                    /* S^T, then P^T: st[c*ldq + r] */
         float o[fqp * hsp];                        /* unnormalised output rows */
@@ -86,8 +86,13 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
             for (int j0 = 0; j0 < jend; j0 += ATT_FK) {
                 const int jn = att_min(jend - j0, ATT_FK), mk = att_up(jn, MR);
                 const int diag = j0 + jn - 1 > i0; /* some key after some query: mask */
-                att_copy_rows(kr, hs, kb + (size_t)j0 * C3, C3, jn, mk, hs);
-                att_gemm(kk, mk, nq, hs, kr, hs, 1, qt, ATT_FQ, st, ldq, 0);
+                const float *ka = kb + (size_t)j0 * C3; /* in place when no padding rows are needed */
+                long lda = C3;
+                if (mk != jn) {
+                    att_copy_rows(kr, hs, ka, C3, jn, mk, hs);
+                    ka = kr, lda = hs;
+                }
+                att_gemm(kk, mk, nq, hs, ka, lda, 1, qt, ATT_FQ, st, ldq, 0);
                 /* new running max per query (column); masked scores are -inf */
                 for (int r = 0; r < nq; r++) mx[r] = m[r];
                 for (int c = 0; c < jn; c++) {
@@ -196,17 +201,23 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
             for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                 const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR);
                 const int diag = j0 + jn - 1 > i0;
-                att_copy_rows(qr, hsp, qb + (size_t)i0 * C3, C3, qn, mq, hs);
-                att_copy_rows(gr, hsp, gb + (size_t)i0 * C, C, qn, mq, hs);
+                /* Q, dO rows in place when no padding rows or columns are needed */
+                const float *qa = qb + (size_t)i0 * C3, *ga = gb + (size_t)i0 * C;
+                long ldqa = C3, ldga = C;
+                if (mq != qn || hs != hsp) {
+                    att_copy_rows(qr, hsp, qa, C3, qn, mq, hs);
+                    att_copy_rows(gr, hsp, ga, C, qn, mq, hs);
+                    qa = qr, ga = gr, ldqa = ldga = hsp;
+                }
                 for (int r = 0; r < qn; r++) {
-                    const float *g = gr + (size_t)r * hsp, *o = ob + (size_t)(i0 + r) * C;
+                    const float *g = ga + (size_t)r * ldga, *o = ob + (size_t)(i0 + r) * C;
                     float d = 0.0f;
 #pragma omp simd reduction(+ : d)
                     for (int i = 0; i < hs; i++) d += g[i] * o[i];
                     D[r] = d;
                 }
-                att_gemm(kk, mq, ATT_BK, hs, qr, hsp, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
-                att_gemm(kk, mq, ATT_BK, hs, gr, hsp, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
+                att_gemm(kk, mq, ATT_BK, hs, qa, ldqa, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
+                att_gemm(kk, mq, ATT_BK, hs, ga, ldga, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
                 for (int r = 0; r < mq; r++) {
                     float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
                     /* keys c < cn are seen by query i0 + r (none for padding rows) */
@@ -219,8 +230,8 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
                         d[c] = pc * (d[c] - Dr);
                     }
                 }
-                att_gemm(kk, mk, hsp, qn, ps, 1, ldk, gr, hsp, dva, hsp, 1); /* dV += P^T dO */
-                att_gemm(kk, mk, hsp, qn, ds, 1, ldk, qr, hsp, dka, hsp, 1); /* dK += dS^T Q */
+                att_gemm(kk, mk, hsp, qn, ps, 1, ldk, ga, ldga, dva, hsp, 1); /* dV += P^T dO */
+                att_gemm(kk, mk, hsp, qn, ds, 1, ldk, qa, ldqa, dka, hsp, 1); /* dK += dS^T Q */
                 att_gemm(kk, mq, hsp, jn, ds, ldk, 1, k_direct ? kb + (size_t)j0 * C3 : kr, k_direct ? C3 : hsp, tmp,
                          hsp, 0); /* dS K */
                 for (int r = 0; r < qn; r++) {
