@@ -271,6 +271,9 @@ int main(void) {
             test_attention(2, Ts[t], 66, 2);
             test_attention(3, Ts[t], 256, 4);
         }
+        /* several query blocks and key tiles (48 / 64), ragged ends, hs 33 and 64 */
+        test_attention(2, 150, 66, 2);
+        test_attention(1, 1024, 64, 1);
         test_pointwise(1);
         test_pointwise(37);
         test_pointwise(100003);

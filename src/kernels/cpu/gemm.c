@@ -57,6 +57,8 @@ static const gemm_isa_kernel *pick_kernel(gpt2c_isa isa) {
     return &gemm_kernel_scalar;
 }
 
+const gemm_isa_kernel *cpu_gemm_kernel(gpt2c_isa isa) { return pick_kernel(isa); }
+
 /* One NR-column panel of B (rows [k0, k0+kc), columns [n0, n0+nb)) into
  * dst[k*NR + j], columns past nb zero. */
 static void pack_b_panel(float *dst, const float *B, long rsb, long csb, int n0, int nb, int k0, int kc, int NR) {

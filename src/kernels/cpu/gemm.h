@@ -43,6 +43,10 @@ typedef struct {
 extern const gemm_isa_kernel gemm_kernel_avx512;
 extern const gemm_isa_kernel gemm_kernel_avx2;
 
+/* The micro-kernel cpu_gemm uses for `isa` (for callers that tile small
+ * products themselves, e.g. attention: MR divides 12, NR divides 64). */
+const gemm_isa_kernel *cpu_gemm_kernel(gpt2c_isa isa);
+
 void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 
