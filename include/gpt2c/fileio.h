@@ -15,6 +15,10 @@
 
 #include "gpt2c/status.h"
 
+/* Opens a regular file for reading and gives its size; fails naming the
+ * path (cannot open, or not a regular file). */
+gpt2c_status gpt2c_open_regular(const char *path, FILE **f, size_t *size);
+
 /* Reads a whole file into a malloc'd buffer (+1 NUL byte, not counted in *size). */
 gpt2c_status gpt2c_read_file(const char *path, void **data, size_t *size);
 

@@ -29,29 +29,27 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+#ifdef GPT2C_HAVE_BLAS
+    if (blas) {
+        blas_linear_gemm(op, C, A, B, N, IC, OC);
+        return;
+    }
+#endif
+    (void)blas;
+    cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
+}
+
 /* median and best ms of `reps` runs, after warming up (caches, page faults,
  * thread wake-up) for at least 3 runs and 100 ms */
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best) {
     double t[64];
     int warm = 0;
-    for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) {
-#ifdef GPT2C_HAVE_BLAS
-        if (blas)
-            blas_linear_gemm(op, C, A, B, N, IC, OC);
-        else
-#endif
-            cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
-    }
+    for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);
     for (int r = 0; r < reps; r++) {
         const double t0 = now_ms();
-#ifdef GPT2C_HAVE_BLAS
-        if (blas)
-            blas_linear_gemm(op, C, A, B, N, IC, OC);
-        else
-#endif
-            cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
-        (void)blas;
+        run_gemm(blas, op, C, A, B, N, IC, OC);
         t[r] = now_ms() - t0;
     }
     qsort(t, reps, sizeof(double), cmp_double);

@@ -7,9 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-gpt2c_status gpt2c_read_file(const char *path, void **data, size_t *size) {
-    *data = NULL;
-    *size = 0;
+gpt2c_status gpt2c_open_regular(const char *path, FILE **out, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return gpt2c_fail(GPT2C_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -17,7 +15,17 @@ gpt2c_status gpt2c_read_file(const char *path, void **data, size_t *size) {
         fclose(f);
         return gpt2c_fail(GPT2C_ERR_IO, "%s: not a regular file", path);
     }
-    size_t n = (size_t)sb.st_size;
+    *out = f;
+    *size = (size_t)sb.st_size;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_read_file(const char *path, void **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *f;
+    size_t n;
+    GPT2C_TRY(gpt2c_open_regular(path, &f, &n));
     char *buf = malloc(n + 1);
     if (!buf) {
         fclose(f);

@@ -17,14 +17,8 @@
 #define LLMC_HEADER_INTS 256
 
 gpt2c_status gpt2c_llmc_header(const char *path, int32_t hdr[8], size_t *file_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return gpt2c_fail(GPT2C_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return gpt2c_fail(GPT2C_ERR_IO, "%s: not a regular file", path);
-    }
-    *file_size = (size_t)sb.st_size;
+    FILE *f;
+    GPT2C_TRY(gpt2c_open_regular(path, &f, file_size));
     int32_t h[LLMC_HEADER_INTS] = {0};
     size_t got = fread(h, 1, sizeof h, f);
     fclose(f);

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/fileio.h"
 #include "gpt2c/shard.h"
 
 /* Reads and validates one shard into dl->tokens. */
@@ -32,23 +32,21 @@ static gpt2c_status load_shard(gpt2c_dataloader *dl, int file) {
 
 /* Reads a shard's header only, checking it against the file size. */
 static gpt2c_status probe_shard(const char *path, size_t *ntokens) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return gpt2c_fail(GPT2C_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f;
+    size_t file_size;
+    GPT2C_TRY(gpt2c_open_regular(path, &f, &file_size));
     int32_t hdr[GPT2C_SHARD_HEADER_INTS];
     size_t got = fread(hdr, 1, sizeof hdr, f);
-    struct stat sb;
-    int st_ok = fstat(fileno(f), &sb) == 0;
     fclose(f);
-    if (!st_ok) return gpt2c_fail(GPT2C_ERR_IO, "%s: cannot stat", path);
     /* the same checks as the full parser, on the header and the file size */
     const uint16_t *payload;
     if (got < sizeof hdr) return gpt2c_shard_parse(path, hdr, got, &payload, ntokens);
     if (hdr[0] != GPT2C_SHARD_MAGIC || hdr[1] != GPT2C_SHARD_VERSION || hdr[2] < 0)
         return gpt2c_shard_parse(path, hdr, sizeof hdr, &payload, ntokens);
     size_t want = sizeof hdr + (size_t)hdr[2] * sizeof(uint16_t);
-    if ((size_t)sb.st_size != want)
-        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: header says %d tokens (%zu bytes) but the file has %lld bytes", path,
-                          hdr[2], want, (long long)sb.st_size);
+    if (file_size != want)
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: header says %d tokens (%zu bytes) but the file has %zu bytes", path,
+                          hdr[2], want, file_size);
     *ntokens = (size_t)hdr[2];
     return GPT2C_OK;
 }
