@@ -13,6 +13,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
 typedef struct {
@@ -103,6 +104,11 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
  * the seed and shuffle setting that order the data (a resumed run must use
  * the same ones: given on the command line, they must agree). */
 static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, long long *seed, int *shuffle) {
+    const gpt2c_file_format fmt = gpt2c_detect_format(path);
+    if (fmt == GPT2C_FMT_LLMC || fmt == GPT2C_FMT_SHARD)
+        return cli_error("train", "--resume: %s is an llm.c %s: resume needs a gpt2c checkpoint (written by train --save)%s",
+                         path, fmt == GPT2C_FMT_LLMC ? "model" : "token shard",
+                         fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
     char in_dir[4096];
     if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
@@ -110,19 +116,15 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, l
         path = in_dir;
     }
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
-    const char *s = gpt2c_st_meta(f, "gpt2c.step"), *e = gpt2c_st_meta(f, "gpt2c.data.epoch"),
-               *sh = gpt2c_st_meta(f, "gpt2c.data.shard"), *c = gpt2c_st_meta(f, "gpt2c.data.cursor");
+    gpt2c_resume_state rs;
     int rc = 0;
-    if (!s || !e || !sh || !c)
-        rc = cli_error("train", "--resume: %s: not a training checkpoint (no gpt2c.step / gpt2c.data.* metadata)", path);
-    else {
-        *step = atoi(s);
-        pos->epoch = strtoull(e, NULL, 10);
-        pos->shard = atoi(sh);
-        pos->cursor = strtoull(c, NULL, 10);
-        const char *sd = gpt2c_st_meta(f, "gpt2c.seed"), *sf = gpt2c_st_meta(f, "gpt2c.data.shuffle");
-        long long saved_seed = sd ? strtoll(sd, NULL, 10) : *seed;
-        int saved_shuffle = sf ? atoi(sf) : *shuffle;
+    if (gpt2c_resume_read(f, &rs) != GPT2C_OK) {
+        rc = cli_error("train", "--resume: %s", gpt2c_errmsg());
+    } else {
+        *step = rs.step;
+        *pos = rs.pos;
+        long long saved_seed = rs.has_seed ? (long long)rs.seed : *seed;
+        int saved_shuffle = rs.has_shuffle ? rs.shuffle : *shuffle;
         if (cli_given("--seed") && saved_seed != *seed)
             rc = cli_error("train", "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
         else if (cli_given("--shuffle") && !saved_shuffle)
@@ -221,7 +223,12 @@ int cmd_train(int argc, char **argv) {
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) goto fail;
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) goto fail;
     if (gpt2c_dataloader_open(&train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size) != GPT2C_OK) goto fail;
-    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) goto fail;
+    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        gpt2c_fail(GPT2C_ERR_FORMAT, "--resume: %s: %s", resume, why);
+        goto fail;
+    }
     if (val_data) {
         if (gpt2c_dataloader_open(&val, val_data, B, T, 0, 0, m->cfg.vocab_size) != GPT2C_OK) goto fail;
         have_val = 1;
