@@ -16,6 +16,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
 typedef struct {
@@ -25,6 +26,8 @@ typedef struct {
     uint64_t t_start;
     int first_step;
     const char *save_path;
+    int save_dir;          /* --save names a Hugging Face directory */
+    const char *vocab_dir; /* tokenizer copied into it (NULL: none) */
     uint64_t seed;
     int shuffle;
     float last_val;
@@ -125,7 +128,10 @@ static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
         {"gpt2c.data.global_batch", gbatch},
     };
-    GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    if (ui->save_dir)
+        GPT2C_TRY(gpt2c_model_save_dir(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1, ui->vocab_dir));
+    else
+        GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
     fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
     return GPT2C_OK;
 }
@@ -134,21 +140,27 @@ static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_
  * the seed and shuffle setting that order the data (a resumed run must use
  * the same ones: given on the command line, they must agree). */
 static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, long long *seed, int *shuffle) {
+    const gpt2c_file_format fmt = gpt2c_detect_format(path);
+    if (fmt == GPT2C_FMT_LLMC || fmt == GPT2C_FMT_SHARD)
+        return cli_error("train", "--resume: %s is an llm.c %s: resume needs a gpt2c checkpoint (written by train --save)%s",
+                         path, fmt == GPT2C_FMT_LLMC ? "model" : "token shard",
+                         fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
+    char in_dir[4096];
+    if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
+        snprintf(in_dir, sizeof in_dir, "%s/model.safetensors", path);
+        path = in_dir;
+    }
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
-    const char *s = gpt2c_st_meta(f, "gpt2c.step"), *e = gpt2c_st_meta(f, "gpt2c.data.epoch"),
-               *sh = gpt2c_st_meta(f, "gpt2c.data.shard"), *c = gpt2c_st_meta(f, "gpt2c.data.cursor");
+    gpt2c_resume_state rs;
     int rc = 0;
-    if (!s || !e || !sh || !c)
-        rc = cli_error("train", "--resume: %s: not a training checkpoint (no gpt2c.step / gpt2c.data.* metadata)", path);
-    else {
-        *step = atoi(s);
-        pos->epoch = strtoull(e, NULL, 10);
-        pos->shard = atoi(sh);
-        pos->cursor = strtoull(c, NULL, 10);
-        const char *sd = gpt2c_st_meta(f, "gpt2c.seed"), *sf = gpt2c_st_meta(f, "gpt2c.data.shuffle");
-        long long saved_seed = sd ? strtoll(sd, NULL, 10) : *seed;
-        int saved_shuffle = sf ? atoi(sf) : *shuffle;
+    if (gpt2c_resume_read(f, &rs) != GPT2C_OK) {
+        rc = cli_error("train", "--resume: %s", gpt2c_errmsg());
+    } else {
+        *step = rs.step;
+        *pos = rs.pos;
+        long long saved_seed = rs.has_seed ? (long long)rs.seed : *seed;
+        int saved_shuffle = rs.has_shuffle ? rs.shuffle : *shuffle;
         if (cli_given("--seed") && saved_seed != *seed)
             rc = cli_error("train", "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
         else if (cli_given("--shuffle") && !saved_shuffle)
@@ -231,7 +243,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
-        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically; {step} in it is replaced by the step", 0, 0},
+        {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
@@ -273,9 +285,16 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_set_threads(threads);
 
     /* fail on an unwritable save path now, not after hours of training */
+    size_t save_len = save ? strlen(save) : 0;
+    int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
     if (save && ui->rank == 0) {
         char first[4096];
         expand_step(first, sizeof first, save, 0);
+        if (save_dir) { /* probe DIR/model.safetensors if DIR exists, else DIR's parent */
+            size_t n = strlen(first);
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            if (gpt2c_is_dir(first)) snprintf(first + n, sizeof first - n, "/model.safetensors");
+        }
         gpt2c_atomic probe;
         if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
         gpt2c_atomic_abort(&probe);
@@ -296,6 +315,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
     ui->print_every = steps > 100 ? steps / 50 : 1;
     ui->first_step = start_step;
     ui->save_path = save;
+    ui->save_dir = save_dir;
+    ui->vocab_dir = model_arg_vocab_dir(&ma);
     ui->seed = (uint64_t)seed;
     ui->shuffle = shuffle;
     J->profile_out = profile_out;
@@ -306,7 +327,11 @@ static int train_setup(int argc, char **argv, train_job *J) {
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status("train");
     J->have_train = 1;
-    if (resume && gpt2c_dataloader_seek(&J->train, pos) != GPT2C_OK) return cli_fail_status("train");
+    if (resume && gpt2c_dataloader_seek(&J->train, pos) != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        return cli_error("train", "--resume: %s: %s", resume, why);
+    }
     if (val_data) {
         if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, m->cfg.vocab_size, ui->rank, ui->nranks) !=
             GPT2C_OK)
