@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/outpaths.h"
 #include "gpt2c/io.h"
 
 static int has_ext(const char *s, const char *ext) {
@@ -35,6 +36,8 @@ int cmd_convert(int argc, char **argv) {
         cli_error("convert", "--bf16 applies to llm.c .bin output only");
         return 2;
     }
+    const cli_path ins[] = {{"IN", in}};
+    if ((rc = cli_check_output_file("convert", "OUT", out, ins, 1))) return rc;
     gpt2c_model *m = NULL;
     if (gpt2c_model_load(in, &m) != GPT2C_OK) return cli_fail_status("convert");
     gpt2c_status st = to_bin ? gpt2c_model_save_llmc(m, out, bf16 ? 5 : 3)
