@@ -41,14 +41,18 @@ ln -s "$D" "$W/link.bin"
 refused "train --save = a link to the data" "same file as .*link.bin, the input given to --data" "$D" $G train "${M[@]}" --data "$W/link.bin" --steps 1 --save "$D"
 refused "train --log = --val-data" "--val-data" "$W/shards/t_val_000000.bin" $G train "${M[@]}" --data "$D" --val-data "$W/shards/t_val_000000.bin" --steps 1 --log "$W/shards/t_val_000000.bin"
 refused "train --log = the vocabulary" "vocab.json" "$W/vocab/vocab.json" $G train --model gpt2 --layers 1 --heads 2 --embd 16 --ctx 16 --vocab "$W/vocab" --batch 2 --seq 8 --data "$D" --steps 1 --log "$W/vocab/vocab.json"
-mkdir "$W/ckdir"
-refused "train --save names a folder" "is a directory" "$D" $G train "${M[@]}" --data "$D" --steps 1 --save "$W/ckdir"
-grep -q "step" "$W/err" && fail "--save folder: refused only after training"
 
 # a checkpoint to continue from
 $G train "${M[@]}" --data "$D" --steps 2 --save "$W/ck_{step}.safetensors" --log "$W/a.jsonl" 2>/dev/null ||
   fail "train with --save {step}"
 refused "train --save {step} would overwrite --model" "would overwrite .*ck_2.safetensors, the input given to --model" "$W/ck_2.safetensors" $G train --model "$W/ck_2.safetensors" --data "$D" --batch 2 --seq 8 --steps 2 --save "$W/ck_{step}.safetensors"
+$G convert "$W/ck_2.safetensors" "$W/hf/" >/dev/null 2>&1 || fail "convert to a Hugging Face folder"
+refused "train --save into the --model folder" "would overwrite .*hf/model.safetensors" "$W/hf/model.safetensors" $G train --model "$W/hf" --data "$D" --batch 2 --seq 8 --steps 1 --save "$W/hf/"
+refused "convert into the IN folder" "would overwrite .*hf/" "$W/hf/model.safetensors" $G convert "$W/hf" "$W/hf/"
+mkdir -p "$W/ro"; chmod a-w "$W/ro"
+if [ "$(id -u)" != 0 ]; then
+  refused "train --save in a read-only folder, refused before training" "cannot write" "$D" $G train "${M[@]}" --data "$D" --steps 1 --save "$W/ro/x.safetensors"
+fi
 refused "train --log = --resume" "--resume" "$W/ck_2.safetensors" $G train --resume "$W/ck_2.safetensors" --data "$D" --batch 2 --seq 8 --steps 3 --log "$W/ck_2.safetensors"
 mkdir "$W/prof"; cp "$D" "$W/prof/data.json"
 refused "train --profile-out over an input" "--profile-out" "$W/prof/data.json" $G train "${M[@]}" --data "$W/prof/data.json" --steps 1 --profile-out "$W/prof"

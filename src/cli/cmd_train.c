@@ -24,6 +24,8 @@ typedef struct {
     uint64_t t_start;
     int first_step;
     const char *save_path;
+    int save_dir;          /* --save names a Hugging Face directory */
+    const char *vocab_dir; /* tokenizer copied into it (NULL: none) */
     uint64_t seed;
     int shuffle;
     float last_val;
@@ -95,7 +97,10 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
         {"gpt2c.step", step},           {"gpt2c.data.epoch", epoch}, {"gpt2c.data.shard", shard},
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
     };
-    GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    if (ui->save_dir)
+        GPT2C_TRY(gpt2c_model_save_dir(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1, ui->vocab_dir));
+    else
+        GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
     fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
     return GPT2C_OK;
 }
@@ -115,7 +120,7 @@ static int step_name_match(const char *base, const void *user) {
     return 1;
 }
 
-/* No output may overwrite an input, and --save must name a file, not a folder. */
+/* No output may overwrite an input (--save: a file, or a Hugging Face folder). */
 static int check_train_outputs(const char *save, const char *log_path, const char *profile_out, const cli_path *ins,
                                int nin) {
     int rc = 0;
@@ -124,7 +129,14 @@ static int check_train_outputs(const char *save, const char *log_path, const cha
         const int nsave_in = nin - 1;
         char first[4096];
         expand_step(first, sizeof first, save, 0);
-        if ((rc = cli_check_output_file("train", "--save", first, ins, nsave_in))) return rc;
+        size_t n = strlen(first);
+        if ((n && first[n - 1] == '/') || gpt2c_is_dir(first)) { /* a Hugging Face folder */
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            rc = cli_check_output_names("train", "--save", first, cli_hf_dir_output_name, NULL, ins, nsave_in);
+        } else {
+            rc = cli_check_output_file("train", "--save", first, ins, nsave_in);
+        }
+        if (rc) return rc;
         const char *at = strstr(save, "{step}"), *slash = strrchr(save, '/');
         if (at && (!slash || slash < at)) {
             char dir[4096];
@@ -153,6 +165,11 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, l
                          path, fmt == GPT2C_FMT_LLMC ? "model" : "token shard",
                          fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
+    char in_dir[4096];
+    if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
+        snprintf(in_dir, sizeof in_dir, "%s/model.safetensors", path);
+        path = in_dir;
+    }
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
     gpt2c_resume_state rs;
     int rc = 0;
@@ -206,7 +223,7 @@ int cmd_train(int argc, char **argv) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
-        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically; {step} in it is replaced by the step", 0, 0},
+        {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
@@ -230,9 +247,16 @@ int cmd_train(int argc, char **argv) {
                                {"--vocab", ma.vocab}, {"--resume", resume}}; /* --resume last (see the check) */
     if ((rc = check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs)))) return rc;
     /* fail on an unwritable save path now, not after hours of training */
+    size_t save_len = save ? strlen(save) : 0;
+    int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
     if (save) {
         char first[4096];
         expand_step(first, sizeof first, save, 0);
+        if (save_dir) { /* probe DIR/model.safetensors if DIR exists, else DIR's parent */
+            size_t n = strlen(first);
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            if (gpt2c_is_dir(first)) snprintf(first + n, sizeof first - n, "/model.safetensors");
+        }
         gpt2c_atomic probe;
         if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
         gpt2c_atomic_abort(&probe);
@@ -250,7 +274,8 @@ int cmd_train(int argc, char **argv) {
         return rc;
     }
     train_ui ui = {.tty = isatty(2), .print_every = steps > 100 ? steps / 50 : 1, .first_step = start_step,
-                   .save_path = save, .seed = (uint64_t)seed, .shuffle = shuffle};
+                   .save_path = save, .save_dir = save_dir, .vocab_dir = model_arg_vocab_dir(&ma),
+                   .seed = (uint64_t)seed, .shuffle = shuffle};
     gpt2c_dataloader train = {0}, val = {0};
     int have_val = 0;
     rc = 1;

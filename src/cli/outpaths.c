@@ -1,5 +1,6 @@
 #include "cli/outpaths.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
@@ -9,10 +10,6 @@
 #include <sys/stat.h>
 
 #include "cli/args.h"
-
-/* Tokenizer folders are inputs through these files. */
-static const char *const VOCAB_FILES[] = {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt", "config.json",
-                                          "tokenizer.json"};
 
 static int same_inode(const struct stat *a, const struct stat *b) {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
@@ -76,13 +73,19 @@ static int check_input(const check_ctx *c, const cli_path *in) {
     if (stat(in->path, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) return check_file(c, in, in->path);
         if (c->have_out && same_inode(&st, &c->out_st)) return refuse(c, in, in->path, 1);
+        /* a folder input (tokenizer, Hugging Face model): every file in it */
+        DIR *d = opendir(in->path);
+        if (!d) return 0;
         char p[PATH_MAX];
-        for (size_t i = 0; i < sizeof VOCAB_FILES / sizeof VOCAB_FILES[0]; i++) {
-            snprintf(p, sizeof p, "%s/%s", in->path, VOCAB_FILES[i]);
-            int rc = check_file(c, in, p);
-            if (rc) return rc;
+        int rc = 0;
+        struct dirent *e;
+        while (!rc && (e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(p, sizeof p, "%s/%s", in->path, e->d_name);
+            rc = check_file(c, in, p);
         }
-        return 0;
+        closedir(d);
+        return rc;
     }
     /* not a file: perhaps a glob pattern of shards */
     glob_t g;
@@ -127,6 +130,16 @@ int cli_check_output_names(const char *cmd, const char *opt, const char *dir, cl
         c.have_dir = 0;
     }
     return check_all(&c, ins, nin);
+}
+
+int cli_hf_dir_output_name(const char *base, const void *user) {
+    (void)user;
+    static const char *const names[] = {"model.safetensors", "model.safetensors.index.json", "config.json",
+                                        "generation_config.json", "vocab.json", "merges.txt"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(base, names[i]) == 0) return 1;
+    size_t n = strlen(base);
+    return strncmp(base, "model-", 6) == 0 && n > 12 && strcmp(base + n - 12, ".safetensors") == 0;
 }
 
 int cli_profile_output_name(const char *base, const void *user) {

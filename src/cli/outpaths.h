@@ -26,6 +26,9 @@ int cli_check_output_file(const char *cmd, const char *opt, const char *out, con
 int cli_check_output_names(const char *cmd, const char *opt, const char *dir, cli_name_match match, const void *user,
                            const cli_path *ins, int nin);
 
+/* The file names a Hugging Face model folder receives (model*.safetensors, config.json, ...). */
+int cli_hf_dir_output_name(const char *base, const void *user);
+
 /* The file names a profile folder receives (*.json, *.csv, *.txt, *.html, *.svg). */
 int cli_profile_output_name(const char *base, const void *user);
 
