@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/outpaths.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
@@ -56,7 +57,10 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
     if (ui->rank != 0) return;
     if (ev->is_eval) {
         ui->last_val = ev->val_loss;
-        if (ui->log) fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
+        if (ui->log) {
+            fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
+            fflush(ui->log); /* a killed run keeps every record written so far */
+        }
         fprintf(stderr, "%sval loss %.4f  (after %d of %d steps)\n", ui->tty ? "\r\033[K" : "", ev->val_loss, ev->step,
                 ev->steps);
         return;
@@ -64,6 +68,7 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
     if (ui->log)
         fprintf(ui->log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", ev->step,
                 ev->loss, ev->lr, ev->norm, ev->ms, ev->tok_s);
+    if (ui->log) fflush(ui->log);
     int done = ev->step + 1 - ui->first_step, left = ev->steps - ev->step - 1;
     double elapsed = (gpt2c_now_ns() - ui->t_start) / 1e9, eta = done > 0 ? elapsed / done * left : 0;
     if (ui->tty || ev->step % ui->print_every == 0 || left == 0)
@@ -134,6 +139,56 @@ static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_
         GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
     fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
     return GPT2C_OK;
+}
+
+/* "--save run/ck_{step}.safetensors": the names that pattern writes (prefix, digits, suffix). */
+typedef struct {
+    const char *pre, *suf;
+    size_t npre;
+} step_names;
+
+static int step_name_match(const char *base, const void *user) {
+    const step_names *p = user;
+    size_t n = strlen(base), nsuf = strlen(p->suf);
+    if (n < p->npre + nsuf + 1 || strncmp(base, p->pre, p->npre) != 0 || strcmp(base + n - nsuf, p->suf) != 0) return 0;
+    for (size_t i = p->npre; i < n - nsuf; i++)
+        if (base[i] < '0' || base[i] > '9') return 0;
+    return 1;
+}
+
+/* No output may overwrite an input (--save: a file, or a Hugging Face folder). */
+static int check_train_outputs(const char *save, const char *log_path, const char *profile_out, const cli_path *ins,
+                               int nin) {
+    int rc = 0;
+    if (save) {
+        /* the checkpoint may replace the one resumed from (loaded first, replaced atomically): not an input here */
+        const int nsave_in = nin - 1;
+        char first[4096];
+        expand_step(first, sizeof first, save, 0);
+        size_t n = strlen(first);
+        if ((n && first[n - 1] == '/') || gpt2c_is_dir(first)) { /* a Hugging Face folder */
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            rc = cli_check_output_names("train", "--save", first, cli_hf_dir_output_name, NULL, ins, nsave_in);
+        } else {
+            rc = cli_check_output_file("train", "--save", first, ins, nsave_in);
+        }
+        if (rc) return rc;
+        const char *at = strstr(save, "{step}"), *slash = strrchr(save, '/');
+        if (at && (!slash || slash < at)) {
+            char dir[4096];
+            const char *base = slash ? slash + 1 : save;
+            if (!slash) snprintf(dir, sizeof dir, ".");
+            else if (slash == save) snprintf(dir, sizeof dir, "/");
+            else snprintf(dir, sizeof dir, "%.*s", (int)(slash - save), save);
+            step_names sn = {base, at + 6, (size_t)(at - base)};
+            if ((rc = cli_check_output_names("train", "--save", dir, step_name_match, &sn, ins, nsave_in))) return rc;
+        }
+    }
+    if (log_path && (rc = cli_check_output_file("train", "--log", log_path, ins, nin))) return rc;
+    if (profile_out &&
+        (rc = cli_check_output_names("train", "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
+        return rc;
+    return 0;
 }
 
 /* Reads the trainer state a checkpoint saved: steps done, data position, and
@@ -284,6 +339,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
     if (resume && ma.model) return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
     gpt2c_set_threads(threads);
 
+    /* before any work: no output over an input, and a usable --save */
+    const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {"--model", ma.model},
+                               {"--vocab", ma.vocab}, {"--resume", resume}}; /* --resume last (see the check) */
+    if ((rc = check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs)))) return rc;
     /* fail on an unwritable save path now, not after hours of training */
     size_t save_len = save ? strlen(save) : 0;
     int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
