@@ -10,9 +10,11 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/outpaths.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
 typedef struct {
@@ -22,6 +24,8 @@ typedef struct {
     uint64_t t_start;
     int first_step;
     const char *save_path;
+    int save_dir;          /* --save names a Hugging Face directory */
+    const char *vocab_dir; /* tokenizer copied into it (NULL: none) */
     uint64_t seed;
     int shuffle;
     float last_val;
@@ -46,7 +50,10 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
     train_ui *ui = user;
     if (ev->is_eval) {
         ui->last_val = ev->val_loss;
-        if (ui->log) fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
+        if (ui->log) {
+            fprintf(ui->log, "{\"step\":%d,\"val_loss\":%.6f}\n", ev->step, ev->val_loss);
+            fflush(ui->log); /* a killed run keeps every record written so far */
+        }
         fprintf(stderr, "%sval loss %.4f  (after %d of %d steps)\n", ui->tty ? "\r\033[K" : "", ev->val_loss, ev->step,
                 ev->steps);
         return;
@@ -54,6 +61,7 @@ static void on_event(const gpt2c_train_event *ev, void *user) {
     if (ui->log)
         fprintf(ui->log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"norm\":%.6f,\"ms\":%.3f,\"tok_s\":%.1f}\n", ev->step,
                 ev->loss, ev->lr, ev->norm, ev->ms, ev->tok_s);
+    if (ui->log) fflush(ui->log);
     int done = ev->step + 1 - ui->first_step, left = ev->steps - ev->step - 1;
     double elapsed = (gpt2c_now_ns() - ui->t_start) / 1e9, eta = done > 0 ? elapsed / done * left : 0;
     if (ui->tty || ev->step % ui->print_every == 0 || left == 0)
@@ -89,30 +97,89 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
         {"gpt2c.step", step},           {"gpt2c.data.epoch", epoch}, {"gpt2c.data.shard", shard},
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
     };
-    GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    if (ui->save_dir)
+        GPT2C_TRY(gpt2c_model_save_dir(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1, ui->vocab_dir));
+    else
+        GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
     fprintf(stderr, "%ssaved %s (step %d)\n", ui->tty ? "\r\033[K" : "", path, steps_done);
     return GPT2C_OK;
+}
+
+/* "--save run/ck_{step}.safetensors": the names that pattern writes (prefix, digits, suffix). */
+typedef struct {
+    const char *pre, *suf;
+    size_t npre;
+} step_names;
+
+static int step_name_match(const char *base, const void *user) {
+    const step_names *p = user;
+    size_t n = strlen(base), nsuf = strlen(p->suf);
+    if (n < p->npre + nsuf + 1 || strncmp(base, p->pre, p->npre) != 0 || strcmp(base + n - nsuf, p->suf) != 0) return 0;
+    for (size_t i = p->npre; i < n - nsuf; i++)
+        if (base[i] < '0' || base[i] > '9') return 0;
+    return 1;
+}
+
+/* No output may overwrite an input (--save: a file, or a Hugging Face folder). */
+static int check_train_outputs(const char *save, const char *log_path, const char *profile_out, const cli_path *ins,
+                               int nin) {
+    int rc = 0;
+    if (save) {
+        /* the checkpoint may replace the one resumed from (loaded first, replaced atomically): not an input here */
+        const int nsave_in = nin - 1;
+        char first[4096];
+        expand_step(first, sizeof first, save, 0);
+        size_t n = strlen(first);
+        if ((n && first[n - 1] == '/') || gpt2c_is_dir(first)) { /* a Hugging Face folder */
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            rc = cli_check_output_names("train", "--save", first, cli_hf_dir_output_name, NULL, ins, nsave_in);
+        } else {
+            rc = cli_check_output_file("train", "--save", first, ins, nsave_in);
+        }
+        if (rc) return rc;
+        const char *at = strstr(save, "{step}"), *slash = strrchr(save, '/');
+        if (at && (!slash || slash < at)) {
+            char dir[4096];
+            const char *base = slash ? slash + 1 : save;
+            if (!slash) snprintf(dir, sizeof dir, ".");
+            else if (slash == save) snprintf(dir, sizeof dir, "/");
+            else snprintf(dir, sizeof dir, "%.*s", (int)(slash - save), save);
+            step_names sn = {base, at + 6, (size_t)(at - base)};
+            if ((rc = cli_check_output_names("train", "--save", dir, step_name_match, &sn, ins, nsave_in))) return rc;
+        }
+    }
+    if (log_path && (rc = cli_check_output_file("train", "--log", log_path, ins, nin))) return rc;
+    if (profile_out &&
+        (rc = cli_check_output_names("train", "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
+        return rc;
+    return 0;
 }
 
 /* Reads the trainer state a checkpoint saved: steps done, data position, and
  * the seed and shuffle setting that order the data (a resumed run must use
  * the same ones: given on the command line, they must agree). */
 static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, long long *seed, int *shuffle) {
+    const gpt2c_file_format fmt = gpt2c_detect_format(path);
+    if (fmt == GPT2C_FMT_LLMC || fmt == GPT2C_FMT_SHARD)
+        return cli_error("train", "--resume: %s is an llm.c %s: resume needs a gpt2c checkpoint (written by train --save)%s",
+                         path, fmt == GPT2C_FMT_LLMC ? "model" : "token shard",
+                         fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
+    char in_dir[4096];
+    if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
+        snprintf(in_dir, sizeof in_dir, "%s/model.safetensors", path);
+        path = in_dir;
+    }
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
-    const char *s = gpt2c_st_meta(f, "gpt2c.step"), *e = gpt2c_st_meta(f, "gpt2c.data.epoch"),
-               *sh = gpt2c_st_meta(f, "gpt2c.data.shard"), *c = gpt2c_st_meta(f, "gpt2c.data.cursor");
+    gpt2c_resume_state rs;
     int rc = 0;
-    if (!s || !e || !sh || !c)
-        rc = cli_error("train", "--resume: %s: not a training checkpoint (no gpt2c.step / gpt2c.data.* metadata)", path);
-    else {
-        *step = atoi(s);
-        pos->epoch = strtoull(e, NULL, 10);
-        pos->shard = atoi(sh);
-        pos->cursor = strtoull(c, NULL, 10);
-        const char *sd = gpt2c_st_meta(f, "gpt2c.seed"), *sf = gpt2c_st_meta(f, "gpt2c.data.shuffle");
-        long long saved_seed = sd ? strtoll(sd, NULL, 10) : *seed;
-        int saved_shuffle = sf ? atoi(sf) : *shuffle;
+    if (gpt2c_resume_read(f, &rs) != GPT2C_OK) {
+        rc = cli_error("train", "--resume: %s", gpt2c_errmsg());
+    } else {
+        *step = rs.step;
+        *pos = rs.pos;
+        long long saved_seed = rs.has_seed ? (long long)rs.seed : *seed;
+        int saved_shuffle = rs.has_shuffle ? rs.shuffle : *shuffle;
         if (cli_given("--seed") && saved_seed != *seed)
             rc = cli_error("train", "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
         else if (cli_given("--shuffle") && !saved_shuffle)
@@ -156,7 +223,7 @@ int cmd_train(int argc, char **argv) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
-        {"--save", CLI_STR, &save, "checkpoint path (.safetensors), written atomically; {step} in it is replaced by the step", 0, 0},
+        {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
@@ -175,10 +242,21 @@ int cmd_train(int argc, char **argv) {
     if (resume && ma.model) return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
     gpt2c_set_threads(threads);
 
+    /* before any work: no output over an input, and a usable --save */
+    const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {"--model", ma.model},
+                               {"--vocab", ma.vocab}, {"--resume", resume}}; /* --resume last (see the check) */
+    if ((rc = check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs)))) return rc;
     /* fail on an unwritable save path now, not after hours of training */
+    size_t save_len = save ? strlen(save) : 0;
+    int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
     if (save) {
         char first[4096];
         expand_step(first, sizeof first, save, 0);
+        if (save_dir) { /* probe DIR/model.safetensors if DIR exists, else DIR's parent */
+            size_t n = strlen(first);
+            while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+            if (gpt2c_is_dir(first)) snprintf(first + n, sizeof first - n, "/model.safetensors");
+        }
         gpt2c_atomic probe;
         if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
         gpt2c_atomic_abort(&probe);
@@ -196,14 +274,20 @@ int cmd_train(int argc, char **argv) {
         return rc;
     }
     train_ui ui = {.tty = isatty(2), .print_every = steps > 100 ? steps / 50 : 1, .first_step = start_step,
-                   .save_path = save, .seed = (uint64_t)seed, .shuffle = shuffle};
+                   .save_path = save, .save_dir = save_dir, .vocab_dir = model_arg_vocab_dir(&ma),
+                   .seed = (uint64_t)seed, .shuffle = shuffle};
     gpt2c_dataloader train = {0}, val = {0};
     int have_val = 0;
     rc = 1;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) goto fail;
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) goto fail;
     if (gpt2c_dataloader_open(&train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size) != GPT2C_OK) goto fail;
-    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) goto fail;
+    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        gpt2c_fail(GPT2C_ERR_FORMAT, "--resume: %s: %s", resume, why);
+        goto fail;
+    }
     if (val_data) {
         if (gpt2c_dataloader_open(&val, val_data, B, T, 0, 0, m->cfg.vocab_size) != GPT2C_OK) goto fail;
         have_val = 1;

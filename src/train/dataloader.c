@@ -135,10 +135,21 @@ gpt2c_status gpt2c_dataloader_open(gpt2c_dataloader *dl, const char *pattern, in
 
 gpt2c_status gpt2c_dataloader_seek(gpt2c_dataloader *dl, gpt2c_data_pos pos) {
     if (pos.shard < 0 || pos.shard >= dl->nfiles)
-        return gpt2c_fail(GPT2C_ERR_ARG, "data: saved position names shard %d of %d", pos.shard, dl->nfiles);
+        return gpt2c_fail(GPT2C_ERR_ARG, "data: saved position names shard %d but there are %d", pos.shard, dl->nfiles);
     dl->pos = pos;
     plan_epoch(dl);
-    return enter_shard(dl);
+    GPT2C_TRY(enter_shard(dl));
+    /* the cursor must lie inside the shard it names (an untrusted checkpoint could say anything) */
+    const size_t limit = dl->shuffle ? dl->nrows : dl->ntokens;
+    if (pos.cursor > limit) {
+        const char *path = dl->files[dl->shard_order[pos.shard]];
+        char msg[1024];
+        snprintf(msg, sizeof msg, "data: saved cursor %llu is past the end of %s (%zu %s)",
+                 (unsigned long long)pos.cursor, path, limit, dl->shuffle ? "rows" : "tokens");
+        if (gpt2c_dataloader_reset(dl) != GPT2C_OK) return GPT2C_ERR_RANGE; /* keeps the reset's reason */
+        return gpt2c_fail(GPT2C_ERR_RANGE, "%s", msg);
+    }
+    return GPT2C_OK;
 }
 
 gpt2c_status gpt2c_dataloader_reset(gpt2c_dataloader *dl) {
@@ -160,7 +171,8 @@ gpt2c_status gpt2c_dataloader_next(gpt2c_dataloader *dl) {
     const size_t B = dl->B, T = dl->T;
     if (!dl->shuffle) {
         /* llm.c: B*T+1 consecutive tokens, advance by B*T */
-        if (dl->pos.cursor + B * T + 1 > dl->ntokens) GPT2C_TRY(advance_shard(dl));
+        /* written so that no sum can wrap, whatever the cursor */
+        if (dl->pos.cursor > dl->ntokens || dl->ntokens - dl->pos.cursor < B * T + 1) GPT2C_TRY(advance_shard(dl));
         const uint16_t *p = dl->tokens + dl->pos.cursor;
         for (size_t i = 0; i < B * T; i++) {
             dl->inputs[i] = p[i];
