@@ -53,7 +53,7 @@ void gpt2c_dist_bcast_msg(gpt2c_dist *d, int root, char *msg, size_t n);
 
 typedef struct gpt2c_dist_opts {
     int zero;        /* 0: plain data parallel; 1: ZeRO-1 (sharded AdamW moments and update) */
-    int overlap;     /* start bucket all-reduces during backward (default 1) */
+    int overlap;     /* 1: a communication thread reduces buckets during backward (default); 0: after it */
     size_t bucket_floats; /* small tensors of a layer are packed into buckets of at most this many floats */
 } gpt2c_dist_opts;
 gpt2c_dist_opts gpt2c_dist_opts_default(void);
@@ -74,11 +74,13 @@ void gpt2c_dist_after_save(gpt2c_dist *d, gpt2c_model *m);
 /* Bytes this rank holds for AdamW moments (full, or its ZeRO-1 shard). */
 size_t gpt2c_dist_optimizer_bytes(const gpt2c_dist *d, const gpt2c_model *m);
 
-/* Totals since attach: gradient bytes all-reduced by this rank, time spent
- * in MPI calls during backward (posting and progressing, overlapped) and in
- * the final wait (not hidden). */
+/* Totals since attach: gradient bytes all-reduced by this rank; comm_ms:
+ * from the first bucket posted to the last one complete (the all-reduce's
+ * span, on the communication thread when overlapping); wait_ms: the part of
+ * it the main thread waited for after backward (not hidden); gather_ms:
+ * ZeRO-1's parameter all-gather. */
 typedef struct gpt2c_dist_stats {
-    double bytes, post_ms, wait_ms, gather_ms;
+    double bytes, comm_ms, wait_ms, gather_ms;
     int steps;
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);

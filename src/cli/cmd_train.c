@@ -472,10 +472,11 @@ static int train_run(train_job *J) {
 #ifdef GPT2C_HAVE_MPI
     if (ui->dist && getenv("GPT2C_DIST_STATS")) { /* bench/mpi.sh: each rank's communication totals */
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
-        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step, in backward %.1f ms/step, "
-                "waiting after %.1f ms/step, all-gather %.1f ms/step, peak RSS %.2f GiB\n", ui->rank, s.steps,
-                s.steps ? s.bytes / s.steps / 1048576.0 : 0, s.steps ? s.post_ms / s.steps : 0,
-                s.steps ? s.wait_ms / s.steps : 0, s.steps ? s.gather_ms / s.steps : 0,
+        const double n = s.steps > 0 ? s.steps : 1;
+        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step over %.1f ms/step, waited for "
+                "after backward %.1f ms/step (hidden %.1f), all-gather %.1f ms/step, peak RSS %.2f GiB\n", ui->rank,
+                s.steps, s.bytes / n / 1048576.0, s.comm_ms / n, s.wait_ms / n,
+                s.comm_ms > s.wait_ms ? (s.comm_ms - s.wait_ms) / n : 0.0, s.gather_ms / n,
                 gpt2c_peak_rss_bytes() / 1073741824.0);
     }
 #endif
