@@ -5,7 +5,9 @@
 #   mpirun -np 1 x 1 thread (B=4)
 #   mpirun -np 2 x 1 thread (B=2 each)  the same global batch of 4
 #   mpirun -np 2 x 1 thread (B=4 each)  global batch 8 (weak scaling)
-#   the same with --overlap 0 (all-reduce after backward) and --zero 1
+#   the same with --overlap 0 (all-reduce after backward), --zero 1, and
+#   Open MPI's ring instead of its default (binomial tree) for in-place
+#   MPI_Iallreduce (--mca coll_libnbc_iallreduce_algorithm 1)
 # plus each rank's all-reduce bytes, time inside backward (overlapped) and
 # waiting after it, and peak RSS (GPT2C_DIST_STATS=1).  Configurations
 # alternate, REPS rounds; the summary gives the median ms/step over steps
@@ -14,7 +16,7 @@
 set -eu
 BUILD="${1:-build}"
 OUT="${2:-out/bench/mpi}"
-STEPS="${3:-12}"
+STEPS="${3:-8}"
 REPS="${4:-2}"
 G="$BUILD/gpt2c"
 DATA="${GPT2C_DATA:-../shared/data}"
@@ -37,6 +39,7 @@ for rep in $(seq 1 "$REPS"); do
   run np2_b2 "${MPI[@]}" -np 2 "$G" train "${TRAIN[@]}" --batch 2 --threads 1
   run np2_b2_nooverlap "${MPI[@]}" -np 2 "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --overlap 0
   run np2_b2_zero1 "${MPI[@]}" -np 2 "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --zero 1
+  run np2_b2_ring "${MPI[@]}" --mca coll_libnbc_iallreduce_algorithm 1 -np 2 "$G" train "${TRAIN[@]}" --batch 2 --threads 1
   run np2_b4 "${MPI[@]}" -np 2 "$G" train "${TRAIN[@]}" --batch 4 --threads 1
 done
 uptime >> "$OUT/machine.txt"
@@ -44,7 +47,7 @@ uptime >> "$OUT/machine.txt"
 # summary: median ms/step (steps >= 2), global tokens/s, and the ranks' communication lines
 {
   printf "%-18s %9s %9s %8s  %s\n" config "ms/step" "tok/s" "tokens" "per-rank communication (first round)"
-  for name in p1_t2 np1_t1 np2_b2 np2_b2_nooverlap np2_b2_zero1 np2_b4; do
+  for name in p1_t2 np1_t1 np2_b2 np2_b2_nooverlap np2_b2_zero1 np2_b2_ring np2_b4; do
     ms=$(cat "$OUT/$name".r*.jsonl | grep '"loss"' | grep -v '"step":[01],' | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n |
       awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
     case $name in np2_b4) tok=512 ;; *) tok=256 ;; esac

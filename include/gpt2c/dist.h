@@ -41,6 +41,8 @@ void gpt2c_dist_abort(gpt2c_dist *d, int code);
 
 int gpt2c_dist_rank(const gpt2c_dist *d);
 int gpt2c_dist_size(const gpt2c_dist *d);
+/* Ranks on this rank's machine (shared memory), this one included. */
+int gpt2c_dist_local_size(gpt2c_dist *d);
 /* "host-a (ranks 0-1), host-b (ranks 2-3)" on rank 0 (others: ""); number of hosts */
 gpt2c_status gpt2c_dist_hosts(gpt2c_dist *d, char *buf, size_t n, int *nhosts);
 
@@ -78,9 +80,10 @@ size_t gpt2c_dist_optimizer_bytes(const gpt2c_dist *d, const gpt2c_model *m);
  * from the first bucket posted to the last one complete (the all-reduce's
  * span, on the communication thread when overlapping); wait_ms: the part of
  * it the main thread waited for after backward (not hidden); gather_ms:
- * ZeRO-1's parameter all-gather. */
+ * ZeRO-1's parameter all-gather; skew_ms (--overlap 0 only): waiting at a
+ * barrier for the slowest rank before the all-reduce (inside wait_ms). */
 typedef struct gpt2c_dist_stats {
-    double bytes, comm_ms, wait_ms, gather_ms;
+    double bytes, comm_ms, wait_ms, gather_ms, skew_ms;
     int steps;
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);

@@ -77,6 +77,15 @@ void gpt2c_dist_abort(gpt2c_dist *d, int code) {
 int gpt2c_dist_rank(const gpt2c_dist *d) { return d ? d->rank : 0; }
 int gpt2c_dist_size(const gpt2c_dist *d) { return d ? d->size : 1; }
 
+int gpt2c_dist_local_size(gpt2c_dist *d) {
+    MPI_Comm local;
+    int n = 1;
+    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &local) != MPI_SUCCESS) return 1;
+    MPI_Comm_size(local, &n);
+    MPI_Comm_free(&local);
+    return n;
+}
+
 gpt2c_status gpt2c_dist_hosts(gpt2c_dist *d, char *buf, size_t n, int *nhosts) {
     char name[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;

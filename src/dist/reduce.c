@@ -232,6 +232,11 @@ static void arm(void *ctx, gpt2c_model *m) {
 
 /* Without the thread: post every bucket, in the same order, and wait. */
 static gpt2c_status reduce_now(gpt2c_dist *d) {
+    /* a barrier first: the time ranks wait for the slowest (skew) is then
+     * not counted as the all-reduce's (GPT2C_DIST_STATS) */
+    const uint64_t t0 = gpt2c_now_ns();
+    DIST_MPI(MPI_Barrier(d->comm));
+    d->stats.skew_ms += (gpt2c_now_ns() - t0) / 1e6;
     d->posted = 0;
     for (int b = 0; b < d->nbuckets; b++) {
         GPT2C_TRY(post_bucket(d, b));
@@ -265,12 +270,13 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
         return gpt2c_fail(GPT2C_ERR_IO, "injected failure at step %d (GPT2C_DIST_FAIL)", d->stats.steps);
     }
     const uint64_t t0 = gpt2c_now_ns();
+    const double skew0 = d->stats.skew_ms;
     gpt2c_status st = GPT2C_OK;
     GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, threaded ? 0 : bytes_ready(d, -1),
                   st = threaded ? reduce_wait(d) : reduce_now(d));
     const double waited = (gpt2c_now_ns() - t0) / 1e6;
     d->stats.wait_ms += waited;
-    if (!threaded) d->stats.comm_ms += waited;
+    if (!threaded) d->stats.comm_ms += waited - (d->stats.skew_ms - skew0);
     GPT2C_TRY(st);
     for (int b = 0; b < d->nbuckets; b++) { /* unpack */
         const dist_bucket *bk = &d->buckets[b];
