@@ -528,9 +528,9 @@ int cmd_train(int argc, char **argv) {
 #endif
         if (J.ui.rank == 0) cli_fail_status("train");
     }
-    train_free(&J);
 #ifdef GPT2C_HAVE_MPI
-    gpt2c_dist_finalize(J.ui.dist);
+    gpt2c_dist_finalize(J.ui.dist); /* before the model: it unhooks itself from it */
 #endif
+    train_free(&J);
     return rc;
 }
