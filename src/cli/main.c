@@ -22,6 +22,7 @@ static const command COMMANDS[] = {
     {"generate", cmd_generate, "generate text with a KV cache"},
     {"bench", cmd_bench, "benchmarks: train, forward, gemm, peak, generate"},
     {"profile", cmd_profile, "profile training: per op, per layer, roofline, trace, report"},
+    {"wse", cmd_wse, "GPT-2 on a simulated wafer-scale mesh (Cerebras-like): run, sweep"},
 };
 
 static void usage(FILE *f) {
