@@ -187,6 +187,14 @@ static void test_gemm_and_reductions(void) {
     CHECK(summa_comm[0] < summa_comm[1] && summa_comm[1] < summa_comm[2], "SUMMA's communication grows with P");
     /* per step, MeshGEMM's exposed communication does not grow with P */
     CHECK(mesh_comm[2] / 16 <= mesh_comm[0] / 4 + 1, "MeshGEMM's communication per step grows with P");
+    /* acceptance 1 (collective level): gemv-collectives_2d within run.py's tolerance, both fidelities */
+    for (int f = 0; f < 2; f++) {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_gemv_example(&p, f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW, 4, 8, 4, &r) == GPT2C_OK,
+              "gemv example: %s", gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-5, "gemv example error %g", r.max_rel_err);
+        CHECK(r.cycles > 0, "gemv example cycles");
+    }
     uint64_t prev = 0;
     for (int P = 16; P <= 1024; P *= 4) {
         gpt2c_wse_kernel_row c, t, g;

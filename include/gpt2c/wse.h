@@ -95,6 +95,9 @@ typedef struct gpt2c_wse_kernel_row {
  * every shift moves a tile <= 2 hops, double-buffered).  values: compute and check. */
 gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, const char *algo, int P, int tile,
                             int values, gpt2c_wse_kernel_row *row);
+/* The gemv-collectives_2d example: y = A x + b, Mt x Nt tiles on P x P (values checked) */
+gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, int P, int Mt, int Nt,
+                                    gpt2c_wse_kernel_row *row);
 /* n wavelets from each of P PEs of a row reduced into its middle PE */
 gpt2c_status gpt2c_wse_reduce_study(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, gpt2c_wse_reduce algo,
                                     int groups, int P, long n, gpt2c_wse_kernel_row *row);

@@ -61,6 +61,11 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
             if (!st) st = wse_alloc(m, x, y, tt, "A buffer", &oA2);
             if (!st) st = wse_alloc(m, x, y, tt, "B buffer", &oB2);
         }
+    /* gemm-collectives_2d's resources on every PE: tasks 8/9 (x entry), 10/11 (y entry),
+     * EXIT 12, compute 13, x_done 14, y_done 15 */
+    for (int y = 0; y < P && !st && !mesh_gemm; y++)
+        for (int x = 0; x < P && !st; x++)
+            for (int id = 8; id <= 15 && !st; id++) st = wse_bind_task(m, x, y, id, 'l');
     if (!st) st = wse_mesh_commit(m);
     float *A = NULL, *B = NULL;
     int *pos = malloc(sizeof(int) * (size_t)P), *inv = malloc(sizeof(int) * (size_t)P);
@@ -105,9 +110,20 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
                 l[i] = (wse_line){0, i, WSE_E, P, s};
                 l[P + i] = (wse_line){i, 0, WSE_S, P, s};
             }
+            uint64_t t_start = 0;
+            for (int y = 0; y < P; y++)
+                for (int x = 0; x < P; x++) if (wse_at(m, x, y)->t_ce > t_start) t_start = wse_at(m, x, y)->t_ce;
             st = wse_coll_bcast(m, l, P, (long)tt, 0);
             if (!st) st = wse_coll_bcast(m, l + P, P, (long)tt, 4);
             free(l);
+            /* the broadcasts' microthreads hold queues 2 (x in), 4 (x out), 3 (y in), 5 (y out) */
+            for (int y = 0; y < P && !st; y++)
+                for (int x = 0; x < P && !st; x++) {
+                    uint64_t t_end = wse_at(m, x, y)->t_ce;
+                    st = wse_queue_use(m, x, y, x == s ? 4 : 2, x == s, t_start, t_end);
+                    if (!st) st = wse_queue_use(m, x, y, y == s ? 5 : 3, y == s, t_start, t_end);
+                }
+            if (st) break;
             int hops = s > P - 1 - s ? s : P - 1 - s;
             if (hops > row->max_hops_per_step) row->max_hops_per_step = hops;
             for (int y = 0; y < P && !st; y++)
@@ -221,6 +237,100 @@ gpt2c_status gpt2c_wse_reduce_study(const gpt2c_wse_params *p, gpt2c_wse_fidelit
     gpt2c_status st = wse_coll_reduce(m, &l, 1, n, algo, groups, 2, 3, 4, 5);
     row->max_hops_per_step = P / 2;
     if (!st) finish(m, row);
+    wse_mesh_free(m);
+    return st;
+}
+
+/* gemv-collectives_2d: y = A x + b on a P x P grid of Mt x Nt tiles.  x and b start on
+ * PE (0,0); b is scattered down column 0, x along row 0 and then broadcast down the
+ * columns; each PE does Nt fp32 SAXPYs of Mt (column-major tile); rows reduce_fadds into
+ * the east column, which gathers y down to its last PE. */
+gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, int P, int Mt, int Nt,
+                                    gpt2c_wse_kernel_row *row) {
+    memset(row, 0, sizeof *row);
+    if (Mt < 1 || Nt < 1 || Mt > 256 || Nt > 256) return gpt2c_fail(GPT2C_ERR_RANGE, "wse: GEMV tile %dx%d", Mt, Nt);
+    wse_mesh *m;
+    GPT2C_TRY(grid_mesh(p, f, P, 1, &m));
+    m->switched |= (1u << 0) | (1u << 1) | (1u << 4) | (1u << 5); /* <collectives_2d>: any root, 2 colors per axis */
+    size_t M = (size_t)P * Mt, N = (size_t)P * Nt;
+    uint32_t oA, ox, oy, ob = 0;
+    gpt2c_status st = GPT2C_OK;
+    for (int y = 0; y < P && !st; y++)
+        for (int x = 0; x < P && !st; x++) {
+            st = wse_alloc(m, x, y, (size_t)Mt * Nt, "A tile", &oA);
+            if (!st) st = wse_alloc(m, x, y, (size_t)Nt, "x block", &ox);
+            if (!st) st = wse_alloc(m, x, y, (size_t)Mt, "y block", &oy);
+            if (!st && x == 0) st = wse_alloc(m, x, y, (size_t)Mt, "b block", &ob);
+        }
+    if (!st) st = wse_mesh_commit(m);
+    float *A = malloc(sizeof(float) * M * N), *X = malloc(sizeof(float) * N), *Bv = malloc(sizeof(float) * M);
+    wse_p2p *v = malloc(sizeof *v * (size_t)P * 2 + 1);
+    wse_line *l = malloc(sizeof *l * (size_t)P + 1);
+    if (!st && (!A || !X || !Bv || !v || !l)) st = gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for the GEMV example");
+    if (!st) {
+        uint32_t s = 777;
+        for (size_t i = 0; i < M * N; i++) A[i] = lcg(&s);
+        for (size_t i = 0; i < N; i++) X[i] = lcg(&s);
+        for (size_t i = 0; i < M; i++) Bv[i] = lcg(&s);
+        for (int y = 0; y < P; y++)
+            for (int x = 0; x < P; x++)
+                for (int c = 0; c < Nt; c++)
+                    for (int r = 0; r < Mt; r++)
+                        wse_at(m, x, y)->mem[oA + (size_t)c * Mt + r] = A[((size_t)y * Mt + r) * N + (size_t)x * Nt + c];
+        /* scatter b down column 0 and x along row 0 (PE (0,0) keeps its own blocks) */
+        int nv = 0;
+        for (int i = 1; i < P; i++) {
+            v[nv++] = (wse_p2p){0, 0, 0, i, Mt};
+            v[nv++] = (wse_p2p){0, 0, i, 0, Nt};
+        }
+        st = wse_coll_p2p_many(m, v, nv, 4);
+        for (int i = 0; i < P; i++) {
+            memcpy(wse_at(m, 0, i)->mem + ob, Bv + (size_t)i * Mt, sizeof(float) * (size_t)Mt);
+            memcpy(wse_at(m, i, 0)->mem + ox, X + (size_t)i * Nt, sizeof(float) * (size_t)Nt);
+        }
+    }
+    if (!st) { /* x down the columns */
+        for (int c = 0; c < P; c++) l[c] = (wse_line){c, 0, WSE_S, P, 0};
+        st = wse_coll_bcast(m, l, P, Nt, 5);
+        for (int y = 1; y < P; y++)
+            for (int x = 0; x < P; x++)
+                memcpy(wse_at(m, x, y)->mem + ox, wse_at(m, x, 0)->mem + ox, sizeof(float) * (size_t)Nt);
+    }
+    if (!st) {
+        for (int y = 0; y < P; y++)
+            for (int x = 0; x < P; x++) {
+                wse_pe *pe = wse_at(m, x, y);
+                wse_compute(m, x, y, WSE_OP_FMACS, Nt, Mt, 1, 0);
+                float *yy = pe->mem + oy;
+                for (int r = 0; r < Mt; r++) yy[r] = x == 0 ? pe->mem[ob + r] : 0.0f;
+                for (int c = 0; c < Nt; c++)
+                    for (int r = 0; r < Mt; r++) yy[r] += pe->mem[oA + (size_t)c * Mt + r] * pe->mem[ox + c];
+            }
+        for (int r = 0; r < P; r++) l[r] = (wse_line){0, r, WSE_E, P, P - 1};
+        st = wse_coll_reduce(m, l, P, Mt, GPT2C_WSE_CHAIN, 1, 0, 1, 0, 1);
+        for (int y = 0; y < P; y++)
+            for (int x = 0; x < P - 1; x++)
+                for (int r = 0; r < Mt; r++) wse_at(m, P - 1, y)->mem[oy + r] += wse_at(m, x, y)->mem[oy + r];
+    }
+    if (!st) { /* gather down the east column */
+        int nv = 0;
+        for (int i = 0; i < P - 1; i++) v[nv++] = (wse_p2p){P - 1, i, P - 1, P - 1, Mt};
+        st = wse_coll_p2p_many(m, v, nv, 4);
+    }
+    if (!st) {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < M; i++) {
+            double ref = Bv[i];
+            for (size_t k = 0; k < N; k++) ref += (double)A[i * N + k] * X[k];
+            double d = fabs(wse_at(m, P - 1, (int)(i / (size_t)Mt))->mem[oy + i % (size_t)Mt] - ref);
+            if (d > num) num = d;
+            if (fabs(ref) > den) den = fabs(ref);
+        }
+        row->max_rel_err = den > 0 ? num / den : num;
+        row->max_hops_per_step = 2 * (P - 1);
+        finish(m, row);
+    }
+    free(A); free(X); free(Bv); free(v); free(l);
     wse_mesh_free(m);
     return st;
 }
