@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/outpaths.h"
 #include "gpt2c/io.h"
 
 static int has_ext(const char *s, const char *ext) {
@@ -52,6 +53,10 @@ int cmd_convert(int argc, char **argv) {
         model_arg src = {.model = in};
         vocab = model_arg_vocab_dir(&src);
     }
+    const cli_path ins[] = {{"IN", in}, {"--vocab", vocab}};
+    rc = to_dir ? cli_check_output_names("convert", "OUT", out, cli_hf_dir_output_name, NULL, ins, 2)
+                : cli_check_output_file("convert", "OUT", out, ins, 2);
+    if (rc) return rc;
     gpt2c_model *m = NULL;
     if (gpt2c_model_load(in, &m) != GPT2C_OK) return cli_fail_status("convert");
     gpt2c_status st = to_bin  ? gpt2c_model_save_llmc(m, out, bf16 ? 5 : 3)

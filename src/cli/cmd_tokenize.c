@@ -22,6 +22,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/outpaths.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/shard.h"
 #include "gpt2c/tokenizer.h"
@@ -66,16 +67,18 @@ static char *shard_path(const char *out, const char *name, const char *split, in
 }
 
 /* Where the tokens go, as they come: the first nval to val shards, the rest to
- * train shards, each shard closed (and renamed into place) when it holds
- * `per` tokens or its split ends.  With spool set, tokens go to a temporary
- * file instead (--val-frac: the split is known once every token is). */
+ * train shards, each shard closed when it holds `per` tokens or its split
+ * ends, staged as "<shard>.tmp.<pid>" (publish_shards renames them all into
+ * place at the end, so a failure leaves the output folder as it was).  With
+ * spool set, tokens go to a temporary file instead (--val-frac: the split is
+ * known once every token is). */
 typedef struct {
     const char *out, *name;
     size_t per, nval, total;
     FILE *spool;
     gpt2c_shard_writer w;
     int open, split, k[2];
-    char **written; /* shards completed, removed again if the run fails */
+    char **written; /* staged shards completed */
     int nwritten;
 } token_sink;
 
@@ -83,7 +86,6 @@ static int sink_close(token_sink *k) {
     if (!k->open) return 0;
     k->open = 0;
     char *p = strdup(k->w.a.path);
-    size_t n = k->w.n;
     char **w = realloc(k->written, (size_t)(k->nwritten + 1) * sizeof *w);
     if (!p || !w) {
         free(p);
@@ -94,10 +96,9 @@ static int sink_close(token_sink *k) {
     k->written = w;
     if (gpt2c_shard_writer_close(&k->w) != GPT2C_OK) {
         free(p);
-        return cli_fail_status("tokenize");
+        return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
     }
     k->written[k->nwritten++] = p;
-    printf("  %s: %zu tokens\n", p, n);
     return 0;
 }
 
@@ -111,10 +112,12 @@ static int sink_put16(token_sink *k, const uint16_t *t, size_t n) {
         int split = k->total < k->nval ? 0 : 1;
         if (!k->open) {
             char *p = shard_path(k->out, k->name, split ? "train" : "val", k->k[split]++);
+            char staged[4200];
             if (!p) return cli_error("tokenize", "%s: out of memory", k->out);
-            gpt2c_status st = gpt2c_shard_writer_open(&k->w, p);
+            snprintf(staged, sizeof staged, "%s.tmp.%ld", p, (long)getpid());
             free(p);
-            if (st != GPT2C_OK) return cli_fail_status("tokenize");
+            if (gpt2c_shard_writer_open(&k->w, staged) != GPT2C_OK)
+                return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
             k->open = 1;
             k->split = split;
         }
@@ -123,7 +126,7 @@ static int sink_put16(token_sink *k, const uint16_t *t, size_t n) {
         size_t m = n < room ? n : room;
         if (gpt2c_shard_writer_add(&k->w, t, m) != GPT2C_OK) {
             k->open = 0;
-            return cli_fail_status("tokenize");
+            return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
         }
         k->total += m, t += m, n -= m;
         if ((k->w.n == k->per || (split == 0 && k->total == k->nval)) && sink_close(k)) return 1;
@@ -216,6 +219,36 @@ static int sink_replay(token_sink *k, const char *spool_path, double val_frac) {
     return rc;
 }
 
+/* Renames the staged shards into place.  Returns how many were renamed (all, unless the file system fails). */
+static int publish_shards(char **staged, int n) {
+    for (int i = 0; i < n; i++) {
+        char *dot = strrchr(staged[i], '.'); /* ".<pid>" */
+        char final_path[4096];
+        snprintf(final_path, sizeof final_path, "%.*s", (int)(dot - staged[i]) - 4, staged[i]); /* less ".tmp" */
+        if (rename(staged[i], final_path) != 0) {
+            cli_error("tokenize", "%s: cannot rename into place: %s; %d of %d shards were written (the first %d, "
+                      "complete), the rest are removed", final_path, strerror(errno), i, n, i);
+            for (int k = i; k < n; k++) unlink(staged[k]);
+            return i;
+        }
+        printf("  %s\n", final_path);
+    }
+    return n;
+}
+
+/* Shard names this run writes: "<name>_val_NNNNNN.bin" / "<name>_train_NNNNNN.bin". */
+static int shard_output_name(const char *base, const void *user) {
+    const char *nm = user;
+    size_t n = strlen(nm);
+    if (strncmp(base, nm, n) != 0) return 0;
+    base += n;
+    if (strncmp(base, "_val_", 5) == 0) base += 5;
+    else if (strncmp(base, "_train_", 7) == 0) base += 7;
+    else return 0;
+    size_t d = strspn(base, "0123456789");
+    return d > 0 && strcmp(base + d, ".bin") == 0;
+}
+
 static char *default_name(const char *path) {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
@@ -274,6 +307,11 @@ int cmd_tokenize(int argc, char **argv) {
     char *nm = NULL;
     if (!rc && !(nm = name ? strdup(name) : default_name(in.items[0]))) rc = cli_error("tokenize", "out of memory");
 
+    for (int i = 0; i < in.n && !rc; i++) {
+        const cli_path ins[] = {{"--in", in.items[i]}};
+        rc = cli_check_output_names("tokenize", "--out", out, shard_output_name, nm, ins, 1);
+    }
+
     token_sink sink = {.out = out, .name = nm, .per = (size_t)shard_tokens, .nval = (size_t)val_tokens};
     char *spool_path = NULL;
     if (!rc && cli_given("--val-frac")) { /* the split needs the token count: spool to disk first */
@@ -293,8 +331,10 @@ int cmd_tokenize(int argc, char **argv) {
                        "tokens (lower --val-tokens or --val-frac)", sink.total, sink.nval);
     if (!rc) rc = sink_close(&sink);
     if (sink.open) gpt2c_shard_writer_abort(&sink.w);
-    if (rc) /* leave no partial set of shards that looks complete */
+    if (rc) /* nothing was published: remove the staged shards */
         for (int i = 0; i < sink.nwritten; i++) unlink(sink.written[i]);
+    else if (publish_shards(sink.written, sink.nwritten) != sink.nwritten)
+        rc = 1;
     if (sink.spool) fclose(sink.spool);
     if (spool_path) unlink(spool_path);
     if (!rc)
