@@ -76,4 +76,9 @@ static inline gpt2c_tensor gpt2c_tensor_f32(float *data, int64_t rows, int64_t c
     return t;
 }
 
+/* Decodes row r of t into dst (t->cols floats): f32, bf16 and q8 (value =
+ * code * its block's scale).  Returns 0, or -1 for a format without a
+ * decoder here yet (q4 and nf4 come with src/quant) or r out of range. */
+int gpt2c_tensor_row_f32(const gpt2c_tensor *t, int64_t r, float *dst);
+
 #endif
