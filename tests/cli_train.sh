@@ -119,6 +119,8 @@ expect_error "unwritable save path" "cannot write" $G train "${COMMON[@]}" --ste
 head -c 3000 "$W/shards/t_train_000000.bin" >"$W/short.bin"
 expect_error "shard size disagrees with header" "header says" $G train "${COMMON[@]}" --steps 1 --data "$W/short.bin"
 expect_error "resume from a non-checkpoint" "vocab.json" $G train --resume "$W/vocab/vocab.json" --data "$TRAIN" --steps 1
+$G convert "$W/full.safetensors" "$W/full_llmc.bin" >/dev/null 2>&1 || fail "convert to llm.c .bin"
+expect_error "resume from an llm.c .bin" "resume needs a gpt2c checkpoint" $G train --resume "$W/full_llmc.bin" --data "$TRAIN" --steps 9
 expect_error "eval of a truncated checkpoint" "model.safetensors\|trunc\|short" bash -c "head -c 5000 '$W/full.safetensors' > '$W/model.safetensors'; exec $G eval --model '$W/model.safetensors' --data '$VAL'"
 
 # 5. a save that fails midway leaves the previous checkpoint untouched

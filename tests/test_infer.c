@@ -256,6 +256,59 @@ static void check_bad_input(void) {
     gpt2c_model_free(m);
 }
 
+/* decode of some sequences = the same rows of a decode of all, bit for bit; the
+ * others keep their positions and caches (a server's slots that are idle or mid-prefill) */
+static void check_decode_some(const char *backend) {
+    gpt2c_model *m = tiny(backend, 48, 4, 2);
+    CHECK(m != NULL);
+    if (!m) return;
+    const int B = 4, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    gpt2c_infer *all = NULL, *some = NULL;
+    CHECK_OK(gpt2c_infer_create(m, B, 32, 0, &all));
+    CHECK_OK(gpt2c_infer_create(m, B, 32, 0, &some));
+    if (!all || !some) return;
+    int32_t tok[16];
+    for (int i = 0; i < 16; i++) tok[i] = (i * 29 + 3) % V;
+    for (int b = 0; b < B; b++) { /* sequences at different positions */
+        CHECK_OK(gpt2c_infer_prefill(all, b, tok + b, 2 + 3 * b, NULL));
+        CHECK_OK(gpt2c_infer_prefill(some, b, tok + b, 2 + 3 * b, NULL));
+    }
+    float *rows = malloc(sizeof(float) * B * Vp);
+    const int seqs[2] = {3, 1};
+    for (int step = 0; step < 5; step++) {
+        int32_t next[4] = {tok[step], tok[step + 1], tok[step + 2], tok[step + 3]};
+        CHECK_OK(gpt2c_infer_decode(all, next));
+        const int32_t two[2] = {next[3], next[1]};
+        CHECK_OK(gpt2c_infer_decode_some(some, seqs, 2, two, rows));
+        for (int i = 0; i < 2; i++) {
+            const int b = seqs[i];
+            CHECK_MSG(memcmp(rows + (size_t)i * Vp, gpt2c_infer_logits(all, b), sizeof(float) * V) == 0,
+                      "%s: decode_some row %d (seq %d) differs from a full decode at step %d", backend, i, b, step);
+            CHECK(memcmp(gpt2c_infer_logits(some, b), gpt2c_infer_logits(all, b), sizeof(float) * V) == 0);
+            CHECK(gpt2c_infer_pos(some, b) == gpt2c_infer_pos(all, b));
+        }
+        CHECK(gpt2c_infer_pos(some, 0) == 2 && gpt2c_infer_pos(some, 2) == 8); /* untouched */
+    }
+    /* the untouched sequences continue where they were: one more prefill token each equals */
+    gpt2c_infer_reset(all, 0);
+    CHECK_OK(gpt2c_infer_prefill(all, 0, tok, 3, NULL));
+    CHECK_OK(gpt2c_infer_prefill(some, 0, tok + 2, 1, NULL));
+    double e = tu_max_rel_err(gpt2c_infer_logits(some, 0), gpt2c_infer_logits(all, 0), (size_t)V, 1e-3);
+    CHECK_MSG(e < 1e-4, "%s: an untouched sequence continues after decode_some: rel err %.3g", backend, e);
+    /* bad input */
+    const int dup[2] = {1, 1}, out[1] = {4};
+    const int32_t ids[2] = {1, 2}, bad_id[1] = {V};
+    CHECK_FAILS(gpt2c_infer_decode_some(some, dup, 2, ids, rows), GPT2C_ERR_ARG);
+    CHECK_FAILS(gpt2c_infer_decode_some(some, out, 1, ids, rows), GPT2C_ERR_RANGE);
+    CHECK_FAILS(gpt2c_infer_decode_some(some, seqs, 1, bad_id, rows), GPT2C_ERR_RANGE);
+    CHECK_FAILS(gpt2c_infer_decode_some(some, seqs, 0, ids, rows), GPT2C_ERR_ARG);
+    CHECK_FAILS(gpt2c_infer_decode_some(some, seqs, 5, ids, rows), GPT2C_ERR_ARG);
+    free(rows);
+    gpt2c_infer_free(all);
+    gpt2c_infer_free(some);
+    gpt2c_model_free(m);
+}
+
 /* with a profiler attached the pass runs on one thread, one scope per stage; same logits */
 static void check_profiled(void) {
     gpt2c_model *m = tiny("cpu", 48, 4, 2);
@@ -292,6 +345,8 @@ int main(void) {
     check_matmul_kernels();
     check_sampling();
     check_bad_input();
+    check_decode_some("ref");
+    check_decode_some("cpu");
     check_profiled();
     return tu_finish("test_infer");
 }

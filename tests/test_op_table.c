@@ -1,7 +1,7 @@
 /* The op table built from ops.h's one list: every host backend's table is
  * complete after the registry fills it; an unknown backend is refused by
  * name; a weight in a format a backend does not take goes to ref, which
- * decodes it (bf16, q8) and gives the same numbers as the decoded fp32
+ * decodes it (bf16, q8, and through src/quant q4, nf4) and gives the same numbers as the decoded fp32
  * weight; a NULL weight gradient skips the weight-gradient GEMM. */
 #include <math.h>
 #include <stdint.h>
@@ -81,7 +81,7 @@ int main(void) {
     float *wbf = malloc(sizeof(float) * OC * IC);
     for (int i = 0; i < OC * IC; i++) wb[i] = gpt2c_f32_to_bf16(w[i]);
     gpt2c_dtype_to_f32(GPT2C_DT_BF16, wb, wbf, (size_t)OC * IC);
-    const gpt2c_tensor Wb = {GPT2C_FMT_BF16, OC, IC, wb, NULL, NULL};
+    const gpt2c_tensor Wb = {GPT2C_FMT_BF16, OC, IC, wb, NULL, NULL, 0};
     CHECK(!GPT2C_KERNELS_TAKES(cpu, matmul_forward, GPT2C_FMT_BF16));
     CHECK(GPT2C_KERNELS_FOR(cpu, matmul_forward, &Wb) == gpt2c_kernels_ref());
     check_typed(cpu, &Wb, wbf, "bf16");
@@ -97,7 +97,7 @@ int main(void) {
             wqf[blk * 32 + i] = wq[blk * 32 + i] * sc[blk];
         }
     }
-    const gpt2c_tensor Wq = {GPT2C_FMT_Q8, OC, IC, wq, sc, NULL};
+    const gpt2c_tensor Wq = {GPT2C_FMT_Q8, OC, IC, wq, sc, NULL, 0};
     float row[64];
     CHECK(gpt2c_tensor_row_f32(&Wq, 5, row) == 0 && memcmp(row, wqf + 5 * IC, sizeof row) == 0);
     CHECK(gpt2c_tensor_row_f32(&Wq, OC, row) == -1);

@@ -54,6 +54,13 @@ gpt2c_status gpt2c_infer_prefill(gpt2c_infer *s, int seq, const int32_t *tokens,
 /* One decode step for every sequence: tokens (batch), one per sequence, each
  * appended at that sequence's own position.  Logits in gpt2c_infer_logits. */
 gpt2c_status gpt2c_infer_decode(gpt2c_infer *s, const int32_t *tokens);
+/* One decode step for n of the sequences (a server's running requests):
+ * tokens[i] is appended to sequence seqs[i] (distinct) at its own position;
+ * the other sequences are untouched.  logits (n, Vp), the caller's: row i is
+ * sequence seqs[i]'s, also copied to gpt2c_infer_logits(s, seqs[i]).  Each
+ * row's numbers are those a decode of the sequence alone computes (the
+ * kernels' arithmetic per row does not depend on the other rows below 24 rows). */
+gpt2c_status gpt2c_infer_decode_some(gpt2c_infer *s, const int *seqs, int n, const int32_t *tokens, float *logits);
 /* Logits (Vp; the first V are real) after the last prefill/decode of seq. */
 const float *gpt2c_infer_logits(const gpt2c_infer *s, int seq);
 

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/model_arg.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/tokenizer.h"
 
@@ -81,7 +82,7 @@ int cmd_generate(int argc, char **argv) {
     double temperature = 1.0, top_p = 1.0;
     long long seed = 1337;
     cli_opt opts[] = {
-        {"--model", CLI_STR, &model, "checkpoint path, or a model name (gpt2, gpt2-medium, ...) with random weights", 0, 0},
+        {"--model", CLI_STR, &model, "checkpoint file or Hugging Face model directory, or a model name (gpt2, gpt2-medium, ...) with random weights", 0, 0},
         {"--prompt", CLI_STR, &prompt, "prompt text (default: read stdin)", 0, 0},
         {"--prompt-ids", CLI_STR, &prompt_ids, "prompt as comma-separated token ids", 0, 0},
         {"--max-tokens", CLI_INT, &max_tokens, "tokens to generate per sequence [64]", 0, 0},
@@ -90,7 +91,7 @@ int cmd_generate(int argc, char **argv) {
         {"--top-p", CLI_FLOAT, &top_p, "nucleus sampling mass in (0, 1] [1.0]", 0, 0},
         {"--seed", CLI_LONG, &seed, "sampling seed (sequence b uses stream b) [1337]", 0, 0},
         {"--batch", CLI_INT, &batch, "independent samples generated together [1]", 1, 4096},
-        {"--vocab", CLI_STR, &vocab, "tokenizer directory [$GPT2C_DATA/gpt2-tokenizer]", 0, 0},
+        {"--vocab", CLI_STR, &vocab, "tokenizer directory [the model directory's, else $GPT2C_DATA/gpt2-tokenizer]", 0, 0},
         {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
@@ -107,7 +108,8 @@ int cmd_generate(int argc, char **argv) {
 
     /* the tokenizer: needed for text in; used for text out when found */
     gpt2c_tokenizer *tok = NULL;
-    const char *vdir = cli_find_vocab(vocab);
+    model_arg from_model = {.model = model}; /* a model directory may hold its tokenizer */
+    const char *vdir = cli_find_vocab(vocab ? vocab : model_arg_vocab_dir(&from_model));
     if (vdir && gpt2c_tokenizer_load(vdir, &tok) != GPT2C_OK) {
         if (vocab || !prompt_ids) return cli_fail_status(CMD);
         tok = NULL; /* a default vocabulary that fails to load is not needed with --prompt-ids */

@@ -20,6 +20,7 @@ static const command COMMANDS[] = {
     {"tokenize", cmd_tokenize, "text files -> llm.c token shards"},
     {"bpe-train", cmd_bpe_train, "learn a byte-level BPE vocabulary"},
     {"generate", cmd_generate, "generate text with a KV cache"},
+    {"serve", cmd_serve, "HTTP completion server (OpenAI /v1/completions), batching requests"},
     {"bench", cmd_bench, "benchmarks: train, forward, gemm, peak, generate"},
     {"profile", cmd_profile, "profile training: per op, per layer, roofline, trace, report"},
 };

@@ -1,5 +1,6 @@
 /* The table of tensor formats (include/gpt2c/format.h). */
 #include "gpt2c/format.h"
+#include "gpt2c/quant.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -52,11 +53,9 @@ int gpt2c_tensor_row_f32(const gpt2c_tensor *t, int64_t r, float *dst) {
         }
         return 0;
     }
-    case GPT2C_FMT_Q8: {
-        const int8_t *s = (const int8_t *)t->data + base;
-        for (size_t i = 0; i < n; i++) dst[i] = (float)s[i] * t->scales[(base + i) / 32];
-        return 0;
-    }
+    case GPT2C_FMT_Q8:
+    case GPT2C_FMT_Q4:
+    case GPT2C_FMT_NF4: gpt2c_quant_unpack_row(t, r, dst); return 0; /* src/quant defines them */
     default: return -1;
     }
 }

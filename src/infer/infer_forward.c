@@ -67,24 +67,27 @@ static int nchunks(long total, int step) { return (int)((total + step - 1) / ste
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
 
-gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, int n, float *all_logits) {
+gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const int32_t *tokens, int n,
+                             float *all_logits) {
     const gpt2c_model *m = s->m;
     const gpt2c_config *c = &m->cfg;
     const gpt2c_kernels *k = m->k;
     float *const *p = m->params.t;
     gpt2c_profiler *prof = m->prof;
     const int C = c->channels, L = c->num_layers, NH = c->num_heads, Vp = c->padded_vocab_size;
-    /* nb sequences of Tq rows each, starting at sequence b0 */
-    const int decode = seq < 0, nb = decode ? s->B : 1, Tq = decode ? 1 : n, b0 = decode ? 0 : seq;
+    /* nb sequences of Tq rows each: sequences b0.., or seqs[0..nb) (decode of some) */
+    const int decode = seq < 0, nb = decode ? n : 1, Tq = decode ? 1 : n, b0 = decode ? 0 : seq;
+#define SEQ(b) (seqs ? seqs[b] : b0 + (b))
     int *pos = s->rpos;
-    for (int b = 0; b < nb; b++) pos[b] = s->pos[b0 + b];
-    const size_t seq_off = (size_t)b0 * C * s->ctx; /* sequence b0's slice of one layer's cache */
+    for (int b = 0; b < nb; b++) pos[b] = s->pos[SEQ(b)];
     const size_t ctx = (size_t)s->ctx;
+    const size_t seq_floats = (size_t)C * ctx; /* one sequence's slice of one layer's K (or V) cache */
     double pairs = 0; /* (query, key) pairs of each attention, for the profiler */
     for (int b = 0; b < nb; b++) pairs += (double)Tq * pos[b] + (double)Tq * (Tq + 1) / 2;
     const op_cost att_cost = {pairs * NH * (4.0 * C / NH + 5), 4.0 * (n * 4.0 * C + 2 * pairs * C)};
     /* the LM head's rows: all (all_logits), every sequence's one row (decode), or the last */
     float *lm_out = all_logits ? all_logits : decode ? s->logits : s->logits + (size_t)seq * Vp;
+    /* (decode of some sequences: into all_logits, copied to each sequence's row below) */
     const int lm_rows = all_logits || decode ? n : 1;
     const float *lm_in = s->ln + (size_t)(all_logits || decode ? 0 : n - 1) * C;
 
@@ -109,8 +112,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, in
             const int last = l == L - 1;
             const float *next_w = last ? p[GPT2C_P_LNFW] : p[GPT2C_P_LN1W] + (size_t)(l + 1) * C;
             const float *next_b = last ? p[GPT2C_P_LNFB] : p[GPT2C_P_LN1B] + (size_t)(l + 1) * C;
-            float *kc = s->kc + (size_t)l * s->layer_cache + seq_off;
-            float *vc = s->vc + (size_t)l * s->layer_cache + seq_off;
+            float *kc = s->kc + (size_t)l * s->layer_cache, *vc = s->vc + (size_t)l * s->layer_cache;
             const gpt2c_tensor qkvw = W(QKVW, l), aw = W(ATTPROJW, l), fw = W(FCW, l), pw = W(FCPROJW, l);
             const float *qkvb = p[GPT2C_P_QKVB] + (size_t)l * 3 * C, *ab = p[GPT2C_P_ATTPROJB] + (size_t)l * C;
             const float *fb = p[GPT2C_P_FCB] + (size_t)l * 4 * C, *pb = p[GPT2C_P_FCPROJB] + (size_t)l * C;
@@ -121,14 +123,22 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, in
             });
             /* the new keys and values into the cache, one sequence per chunk; then attention per head */
             STAGE(nb, GPT2C_OP_ATTENTION, l, ((op_cost){0, 8.0 * n * C}), {
-                k->kv_write(kc + (size_t)chunk * C * ctx, vc + (size_t)chunk * C * ctx,
+                k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
                             s->qkv + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
             });
             const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
             STAGE(nchunks((long)nb * Tq * NH, att_step), GPT2C_OP_ATTENTION, l, att_cost, {
                 const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
-                k->attention_kv_range(s->atty, s->qkv, (size_t)3 * C, kc, vc, pos, nb, Tq, s->ctx, C, NH, t0,
-                                      t0 + att_step < tend ? t0 + att_step : tend);
+                if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
+                    const int b = (int)(t0 / NH), h = (int)(t0 % NH);
+                    k->attention_kv_range(s->atty + (size_t)b * C, s->qkv + (size_t)b * 3 * C, (size_t)3 * C,
+                                          kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, pos + b, 1, 1, s->ctx,
+                                          C, NH, h, h + 1);
+                } else {
+                    k->attention_kv_range(s->atty, s->qkv, (size_t)3 * C, kc + SEQ(0) * seq_floats,
+                                          vc + SEQ(0) * seq_floats, pos, nb, Tq, s->ctx, C, NH, t0,
+                                          t0 + att_step < tend ? t0 + att_step : tend);
+                }
             });
             STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C, aw.fmt), {
                 RANGE(o0, o1, chunk, MM_CHUNK, C);
@@ -165,8 +175,9 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, in
     }
     if (all_logits)
         for (int b = 0; b < nb; b++)
-            memcpy(s->logits + (size_t)(b0 + b) * Vp, all_logits + ((size_t)b * Tq + Tq - 1) * Vp, sizeof(float) * Vp);
-    for (int b = 0; b < nb; b++) s->pos[b0 + b] += Tq;
+            memcpy(s->logits + (size_t)SEQ(b) * Vp, all_logits + ((size_t)b * Tq + Tq - 1) * Vp, sizeof(float) * Vp);
+    for (int b = 0; b < nb; b++) s->pos[SEQ(b)] += Tq;
+#undef SEQ
     return GPT2C_OK;
 }
 
@@ -190,7 +201,7 @@ gpt2c_status gpt2c_infer_prefill(gpt2c_infer *s, int seq, const int32_t *tokens,
     for (int done = 0; done < n; done += s->chunk) {
         const int rows = n - done < s->chunk ? n - done : s->chunk;
         memcpy(s->tok, tokens + done, sizeof(int32_t) * rows);
-        GPT2C_TRY(gpt2c_infer_rows(s, seq, s->tok, rows, all_logits ? all_logits + (size_t)done * Vp : NULL));
+        GPT2C_TRY(gpt2c_infer_rows(s, seq, NULL, s->tok, rows, all_logits ? all_logits + (size_t)done * Vp : NULL));
     }
     return GPT2C_OK;
 }
@@ -201,5 +212,21 @@ gpt2c_status gpt2c_infer_decode(gpt2c_infer *s, const int32_t *tokens) {
             return gpt2c_fail(GPT2C_ERR_RANGE, "decode: sequence %d has filled the context of %d tokens", b, s->ctx);
     GPT2C_TRY(check_ids(s, tokens, s->B, "decode"));
     memcpy(s->tok, tokens, sizeof(int32_t) * s->B);
-    return gpt2c_infer_rows(s, -1, s->tok, s->B, NULL);
+    return gpt2c_infer_rows(s, -1, NULL, s->tok, s->B, NULL);
+}
+
+gpt2c_status gpt2c_infer_decode_some(gpt2c_infer *s, const int *seqs, int n, const int32_t *tokens, float *logits) {
+    if (n <= 0 || n > s->B) return gpt2c_fail(GPT2C_ERR_ARG, "decode: %d sequences (want 1..%d)", n, s->B);
+    if (!seqs || !tokens || !logits) return gpt2c_fail(GPT2C_ERR_ARG, "decode: seqs, tokens and logits are required");
+    for (int i = 0; i < n; i++) {
+        const int b = seqs[i];
+        if (b < 0 || b >= s->B) return gpt2c_fail(GPT2C_ERR_RANGE, "decode: sequence %d outside [0, %d)", b, s->B);
+        if (s->pos[b] >= s->ctx)
+            return gpt2c_fail(GPT2C_ERR_RANGE, "decode: sequence %d has filled the context of %d tokens", b, s->ctx);
+        for (int j = 0; j < i; j++)
+            if (seqs[j] == b) return gpt2c_fail(GPT2C_ERR_ARG, "decode: sequence %d listed twice", b);
+    }
+    GPT2C_TRY(check_ids(s, tokens, n, "decode"));
+    memcpy(s->tok, tokens, sizeof(int32_t) * n);
+    return gpt2c_infer_rows(s, -1, seqs, s->tok, n, logits);
 }

@@ -43,10 +43,11 @@ struct gpt2c_infer {
 };
 
 /* Runs rows through the model: either one sequence `seq` with n rows at
- * positions pos[seq].. (prefill, n <= R), or every sequence with one row each
- * (seq < 0, n == B: decode).  Writes the caches, advances the positions, and
- * fills the logits of the last row of each sequence (or of all rows into
- * all_logits (n,Vp) when given). */
-gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int32_t *tokens, int n, float *all_logits);
+ * positions pos[seq].. (prefill, n <= R), or n sequences with one row each
+ * (seq < 0: decode of sequences seqs[0..n), or of 0..n-1 when seqs is NULL).
+ * Writes the caches, advances the positions, and fills the logits of the last
+ * row of each sequence (and of all rows into all_logits (n,Vp) when given). */
+gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const int32_t *tokens, int n,
+                             float *all_logits);
 
 #endif

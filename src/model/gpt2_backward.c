@@ -47,6 +47,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
        (k->zero(a->dres, (size_t)N * C),
         k->layernorm_backward(a->dres, G(LNFW, 0), G(LNFB, 0), a->dbuf, a->residual3 + (L - 1) * sN * C, P(LNFW, 0),
                               a->lnf_mean, a->lnf_rstd, N, C)));
+    if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, L);
 
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
@@ -74,9 +75,11 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),
            k->layernorm_backward(a->dres, G(LN1W, l), G(LN1B, l), a->dbuf, residual, P(LN1W, l), a->ln1_mean + l * sN,
                                  a->ln1_rstd + l * sN, N, C));
+        if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, l);
     }
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_bwd(N, C),
        k->encoder_backward(G(WTE, 0), G(WPE, 0), a->dres, a->tokens, B, T, C));
+    if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, -1);
     m->have_targets = 0; /* the logits buffer now holds gradients */
     return k->device_check ? k->device_check() : GPT2C_OK;
 }

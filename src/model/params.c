@@ -88,7 +88,7 @@ float *gpt2c_param_slice(const gpt2c_model *m, float *slab, int id, int layer) {
 
 gpt2c_tensor gpt2c_param_view(const gpt2c_model *m, float *slab, int id, int layer) {
     const gpt2c_param_info *pi = &m->info[id];
-    gpt2c_tensor t = {pi->fmt, pi->rows, pi->cols, gpt2c_param_slice(m, slab, id, layer), NULL, NULL};
+    gpt2c_tensor t = {pi->fmt, pi->rows, pi->cols, gpt2c_param_slice(m, slab, id, layer), NULL, NULL, 0};
     return t;
 }
 

@@ -5,10 +5,10 @@
 static const gpt2c_kernels REF = {
     .name = "ref",
     .isa = "scalar",
-    /* ref converts any weight row it can decode (gpt2c_tensor_row_f32) */
+    /* ref takes every format: it decodes each weight row (gpt2c_tensor_row_f32) */
     .formats =
         {
-#define REF_FORMATS(name) .name = GPT2C_FMT_BIT(GPT2C_FMT_F32) | GPT2C_FMT_BIT(GPT2C_FMT_BF16) | GPT2C_FMT_BIT(GPT2C_FMT_Q8),
+#define REF_FORMATS(name) .name = GPT2C_FMT_BIT(GPT2C_FMT_COUNT) - 1u,
             GPT2C_TYPED_OPS(REF_FORMATS)
 #undef REF_FORMATS
         },
