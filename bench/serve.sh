@@ -19,11 +19,11 @@ trap 'rm -f "$LOG"; [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null || true' EXIT
 for rep in $(seq 1 "$REPS"); do
   for B in 1 4 16; do # the bound: one prefill, then B sequences per decode step
     s=$("$G" generate --model gpt2 --vocab "$VOCAB" --prompt "$PROMPT" --max-tokens "$MAXTOK" --batch "$B" \
-          --threads "$THREADS" --seed 1 --stats 2>&1 >/dev/null | tail -1)
+          --threads "$THREADS" --seed 1 --hugepages --stats 2>&1 >/dev/null | tail -1)
     echo "{\"rep\":$rep,\"what\":\"generate --batch $B\",\"stats\":\"$s\"}"
   done
   "$G" serve --model gpt2 --vocab "$VOCAB" --host 127.0.0.1 --port 0 --threads "$THREADS" \
-      --max-batch 16 --ctx-slots 16 --ctx 256 >"$LOG" 2>&1 &
+      --max-batch 16 --ctx-slots 16 --ctx 256 --hugepages >"$LOG" 2>&1 &
   SPID=$!
   for _ in $(seq 1 300); do grep -q "listening on" "$LOG" && break; sleep 0.1; done
   PORT=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG")
