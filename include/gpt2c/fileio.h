@@ -32,7 +32,9 @@ typedef struct gpt2c_atomic {
 
 gpt2c_status gpt2c_atomic_open(gpt2c_atomic *a, const char *path);
 gpt2c_status gpt2c_atomic_write(gpt2c_atomic *a, const void *p, size_t n);
-/* Flushes, fsyncs and renames into place. On failure the temporary is removed. */
+/* Flushes, fsyncs and renames into place, then fsyncs the folder and removes
+ * stale "<path>.tmp.<pid>" siblings whose writer is gone (a killed save).
+ * On failure the temporary is removed. */
 gpt2c_status gpt2c_atomic_commit(gpt2c_atomic *a);
 /* Abandons the write: removes the temporary; <path> is untouched. Safe to call twice. */
 void gpt2c_atomic_abort(gpt2c_atomic *a);

@@ -14,6 +14,8 @@
  *   nf4  QLoRA NormalFloat4 codes, scale = absmax    (bitsandbytes, block 64),
  *        two codes per byte, first value in the high nibble; with double
  *        quantization the fp32 scales are themselves 8-bit codes (see src/quant).
+ *   The exact definitions (rounding, nibble order, double quantization) are in
+ *   gpt2c/quant.h; q4 there is llama.cpp's Q4_0 (d = signed max / -8).
  *
  * X-macro: GPT2C_FORMAT_LIST(X) expands X(ENUM, name, block, block_bytes)
  *   block       elements per block (1 for plain element formats)
@@ -61,18 +63,21 @@ size_t gpt2c_format_bytes(gpt2c_format f, size_t n);
  *           row-major (NULL for f32 / bf16).  A double-quantized nf4 tensor
  *           is expanded to fp32 scales when loaded, or carries its codes in
  *           `aux` (the quant code documents which).
- *   aux     format-specific extra data (NULL if none). */
+ *   aux     format-specific extra data (NULL if none).
+ *   block   elements per block of a block format; 0 = the format's default
+ *           (gpt2c_quant_block in gpt2c/quant.h resolves it). */
 typedef struct gpt2c_tensor {
     gpt2c_format fmt;
     int64_t rows, cols;
     void *data;
     float *scales;
     void *aux;
+    int32_t block;
 } gpt2c_tensor;
 
 /* A view of fp32 data, the format of everything before bf16 / quantization. */
 static inline gpt2c_tensor gpt2c_tensor_f32(float *data, int64_t rows, int64_t cols) {
-    gpt2c_tensor t = {GPT2C_FMT_F32, rows, cols, data, NULL, NULL};
+    gpt2c_tensor t = {GPT2C_FMT_F32, rows, cols, data, NULL, NULL, 0};
     return t;
 }
 

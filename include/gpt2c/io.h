@@ -85,7 +85,7 @@ typedef enum {
 /* Guesses a file's format from its first bytes (GPT2C_FMT_UNKNOWN if unreadable). */
 gpt2c_file_format gpt2c_detect_format(const char *path);
 
-/* Loads GPT-2 from an llm.c .bin (recognised by its magic, or a .bin name) or a
+/* Loads GPT-2 from a Hugging Face model directory (see below), an llm.c .bin (recognised by its magic, or a .bin name) or a
  * Hugging Face / gpt2c safetensors file (with or without the "transformer."
  * prefix; Conv1D weights transposed; tied lm_head ignored; attention-mask
  * buffers skipped).  Restores AdamW state when the file holds gpt2c's. */
@@ -115,5 +115,42 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
                               int with_optimizer);
 /* llm.c .bin, version 3 (fp32) or 5 (bf16). Atomic. */
 gpt2c_status gpt2c_model_save_llmc(const gpt2c_model *m, const char *path, int version);
+
+/* ---- Hugging Face model directories ----------------------------------------
+ * What save_pretrained writes: config.json, then model.safetensors or
+ * model.safetensors.index.json ({"weight_map": {tensor: shard file}}) with its
+ * shards.  gpt2c_model_load(DIR) reads config.json (when present), checks it
+ * against the tensors, and loads the weights from the one file or the shards. */
+
+/* config.json's GPT-2 keys; a size that is absent is 0 (the tensors say it). */
+typedef struct gpt2c_hf_config {
+    gpt2c_config cfg; /* n_layer, n_head, n_embd, n_positions, vocab_size (padded_vocab_size 0) */
+    int n_inner;      /* 0: null or absent (4 n_embd) */
+    double layer_norm_epsilon;
+    int bos_token_id, eos_token_id; /* -1: null or absent */
+} gpt2c_hf_config;
+
+/* Reads and validates config.json: each key's JSON type and range, and
+ * refuses what gpt2c does not implement (another activation, another
+ * layer_norm_epsilon, n_inner != 4 n_embd, scale_attn_by_inverse_layer_idx,
+ * reorder_and_upcast_attn, cross-attention, untied lm_head, model_type != gpt2). */
+gpt2c_status gpt2c_hf_config_read(const char *path, gpt2c_hf_config *hc);
+/* Checks a config.json against the sizes the tensors hold (t): a one-line
+ * error names the key, its value and the tensor's shape.  wte, wpe: tensor
+ * names; layers: the per-layer prefix ("transformer.h."). */
+gpt2c_status gpt2c_hf_config_check(const gpt2c_hf_config *hc, const gpt2c_config *t, const char *path,
+                                   const char *wte, const char *wpe, const char *layers);
+/* Writes DIR/config.json (GPT2LMHeadModel, gelu_new, no dropout, tied
+ * embeddings) and DIR/generation_config.json; eot: bos/eos id, or -1 (null). Atomic. */
+gpt2c_status gpt2c_hf_config_write(const gpt2c_config *cfg, int eot, const char *dir);
+
+/* Is path an existing directory? */
+int gpt2c_is_dir(const char *path);
+/* Writes a directory GPT2LMHeadModel.from_pretrained loads: DIR/model.safetensors
+ * (as gpt2c_model_save), config.json, generation_config.json; with vocab_dir
+ * (a tokenizer directory, may be NULL) also vocab.json + merges.txt, so DIR is
+ * a tokenizer directory too.  Creates DIR (one level) if needed. */
+gpt2c_status gpt2c_model_save_dir(const gpt2c_model *m, const char *dir, const gpt2c_kv *meta, int nmeta,
+                                  int with_optimizer, const char *vocab_dir);
 
 #endif

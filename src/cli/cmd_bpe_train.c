@@ -1,11 +1,18 @@
 /* gpt2c bpe-train --in FILE... --vocab-size N --out DIR: learn a byte-level
  * BPE vocabulary and write DIR/vocab.json + DIR/merges.txt. */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/outpaths.h"
 #include "gpt2c/tokenizer.h"
+
+static int vocab_output_name(const char *base, const void *user) {
+    (void)user;
+    return strcmp(base, "vocab.json") == 0 || strcmp(base, "merges.txt") == 0;
+}
 
 int cmd_bpe_train(int argc, char **argv) {
     cli_strlist in = {0};
@@ -20,6 +27,10 @@ int cmd_bpe_train(int argc, char **argv) {
     if (rc) return rc;
     if (in.n == 0 || !out || !vocab_size)
         return cli_error("bpe-train", "--in FILE..., --vocab-size N and --out DIR are required"), 2;
+    for (int i = 0; i < in.n; i++) {
+        const cli_path ins[] = {{"--in", in.items[i]}};
+        if ((rc = cli_check_output_names("bpe-train", "--out", out, vocab_output_name, NULL, ins, 1))) return rc;
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     gpt2c_bpe_stats st;

@@ -61,6 +61,10 @@ static int info_safetensors(const char *path) {
     gpt2c_st_file *f = NULL;
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("info");
     int n = gpt2c_st_count(f);
+    if (n == 0) {
+        gpt2c_st_close(f);
+        return cli_error("info", "%s: a safetensors file with no tensors (empty header): nothing to inspect", path);
+    }
     printf("file:       %s\n", path);
     printf("format:     safetensors, %d tensors, header %zu bytes\n", n, gpt2c_st_header_bytes(f));
     int count[GPT2C_DT_BOOL + 1] = {0};
@@ -100,15 +104,37 @@ static int info_safetensors(const char *path) {
     return rc;
 }
 
+/* A Hugging Face model directory: its files, the config, then the full load. */
+static int info_dir(const char *path) {
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
+                           "vocab.json", "merges.txt"};
+    printf("file:       %s\n", path);
+    printf("format:     Hugging Face model directory:");
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", path, files[i]);
+        FILE *f = fopen(p, "rb");
+        if (f) printf(" %s", files[i]);
+        if (f) fclose(f);
+    }
+    printf("\n");
+    gpt2c_model *m = NULL;
+    if (gpt2c_model_load(path, &m) != GPT2C_OK) return cli_fail_status("info");
+    print_config(&m->cfg, NULL);
+    gpt2c_model_free(m);
+    return check_model(path);
+}
+
 int cmd_info(int argc, char **argv) {
     cli_strlist pos;
     int rc = cli_parse("info", argc, argv, NULL, 0, &pos);
     if (rc) return rc;
     if (pos.n != 1) {
-        cli_error("info", "expected one file: gpt2c info PATH (.safetensors, llm.c .bin or token shard)");
+        cli_error("info", "expected one path: gpt2c info PATH (.safetensors, llm.c .bin, token shard, or model directory)");
         return 2;
     }
     const char *path = pos.items[0];
+    if (gpt2c_is_dir(path)) return info_dir(path);
     switch (gpt2c_detect_format(path)) {
     case GPT2C_FMT_LLMC: return info_llmc(path);
     case GPT2C_FMT_SHARD: return info_shard(path);

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/model_arg.h"
+#include "cli/outpaths.h"
 #include "cli/commands.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
@@ -161,6 +162,11 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 1; i < threads.n; i++)
         if (threads.items[i] > main_threads) main_threads = threads.items[i];
 
+    if (out) {
+        const cli_path ins[] = {{"--model", ma.model}, {"--vocab", ma.vocab}};
+        if ((rc = cli_check_output_names(CMD, "--out", out, cli_profile_output_name, NULL, ins, CLI_NOPTS(ins))))
+            return rc;
+    }
     /* a preset (fresh GPT-2 init, sizes overridable) or a checkpoint */
     const char *model = ma.model ? ma.model : "gpt2";
     gpt2c_model *m = NULL;

@@ -16,6 +16,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/outpaths.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/shard.h"
 #include "gpt2c/tokenizer.h"
@@ -113,29 +114,63 @@ static char *shard_path(const char *out, const char *name, const char *split, in
     return p;
 }
 
-/* Writes tokens [a, b) as shards of at most per tokens. Records written paths for cleanup. */
+/* Stages tokens [a, b) as shards of at most per tokens, each written (atomically)
+ * to "<shard>.tmp.<pid>"; the caller renames them all into place once every
+ * one is written, so a failure leaves the output folder as it was.  Records the
+ * staged paths (*written, shard names + ".tmp.<pid>"). */
 static int write_split(const char *out, const char *name, const char *split, const uint16_t *tok, size_t a, size_t b,
                        size_t per, char ***written, int *nwritten, int *nshards) {
     int k = 0;
     for (size_t i = a; i < b; i += per, k++) {
         size_t n = b - i < per ? b - i : per;
-        char *p = shard_path(out, name, split, k);
+        char *p = shard_path(out, name, split, k), *staged = p ? malloc(strlen(p) + 32) : NULL;
         char **w = realloc(*written, (size_t)(*nwritten + 1) * sizeof *w);
-        if (!p || !w) {
+        if (w) *written = w;
+        if (!p || !staged || !w) {
             free(p);
-            if (w) *written = w;
+            free(staged);
             return cli_error("tokenize", "%s: out of memory", out);
         }
-        *written = w;
-        if (gpt2c_shard_write(p, tok + i, n) != GPT2C_OK) {
-            free(p);
-            return cli_fail_status("tokenize");
+        sprintf(staged, "%s.tmp.%ld", p, (long)getpid());
+        free(p);
+        if (gpt2c_shard_write(staged, tok + i, n) != GPT2C_OK) {
+            free(staged);
+            return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
         }
-        (*written)[(*nwritten)++] = p;
-        printf("  %s: %zu tokens\n", p, n);
+        (*written)[(*nwritten)++] = staged;
     }
     *nshards += k;
     return 0;
+}
+
+/* Renames the staged shards into place.  Returns how many were renamed (all, unless the file system fails). */
+static int publish_shards(char **staged, int n) {
+    for (int i = 0; i < n; i++) {
+        char *dot = strrchr(staged[i], '.'); /* ".<pid>" */
+        char final_path[4096];
+        snprintf(final_path, sizeof final_path, "%.*s", (int)(dot - staged[i]) - 4, staged[i]); /* less ".tmp" */
+        if (rename(staged[i], final_path) != 0) {
+            cli_error("tokenize", "%s: cannot rename into place: %s; %d of %d shards were written (the first %d, "
+                      "complete), the rest are removed", final_path, strerror(errno), i, n, i);
+            for (int k = i; k < n; k++) unlink(staged[k]);
+            return i;
+        }
+        printf("  %s\n", final_path);
+    }
+    return n;
+}
+
+/* Shard names this run writes: "<name>_val_NNNNNN.bin" / "<name>_train_NNNNNN.bin". */
+static int shard_output_name(const char *base, const void *user) {
+    const char *nm = user;
+    size_t n = strlen(nm);
+    if (strncmp(base, nm, n) != 0) return 0;
+    base += n;
+    if (strncmp(base, "_val_", 5) == 0) base += 5;
+    else if (strncmp(base, "_train_", 7) == 0) base += 7;
+    else return 0;
+    size_t d = strspn(base, "0123456789");
+    return d > 0 && strcmp(base + d, ".bin") == 0;
 }
 
 static char *default_name(const char *path) {
@@ -196,6 +231,11 @@ int cmd_tokenize(int argc, char **argv) {
     char *nm = NULL;
     if (!rc && !(nm = name ? strdup(name) : default_name(in.items[0]))) rc = cli_error("tokenize", "out of memory");
 
+    for (int i = 0; i < in.n && !rc; i++) {
+        const cli_path ins[] = {{"--in", in.items[i]}};
+        rc = cli_check_output_names("tokenize", "--out", out, shard_output_name, nm, ins, 1);
+    }
+
     u16vec all = {0};
     size_t docs = 0;
     for (int i = 0; i < in.n && !rc; i++) rc = tokenize_file(in.items[i], tok, threads, &all, &docs, &pr);
@@ -216,8 +256,10 @@ int cmd_tokenize(int argc, char **argv) {
         rc = write_split(out, nm, "val", all.v, 0, nval, (size_t)shard_tokens, &written, &nwritten, &nshards);
         if (!rc)
             rc = write_split(out, nm, "train", all.v, nval, all.n, (size_t)shard_tokens, &written, &nwritten, &nshards);
-        if (rc) /* leave no partial set of shards that looks complete */
+        if (rc) /* nothing was published: remove the staged shards */
             for (int i = 0; i < nwritten; i++) unlink(written[i]);
+        else if (publish_shards(written, nwritten) != nwritten)
+            rc = 1;
     }
     if (!rc)
         printf("tokenize: %d file(s), %zu documents, %zu tokens (%zu val, %zu train) in %d shards; %.1f MB in %.2f s "

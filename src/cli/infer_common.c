@@ -16,14 +16,15 @@ gpt2c_status cli_open_model(const char *name_or_path, const char *backend, uint6
     *out = NULL;
     gpt2c_model *m = NULL;
     gpt2c_config cfg;
-    if (!is_file(name_or_path) && gpt2c_config_preset(name_or_path, &cfg) == GPT2C_OK) {
+    int is_path = is_file(name_or_path) || gpt2c_is_dir(name_or_path);
+    if (!is_path && gpt2c_config_preset(name_or_path, &cfg) == GPT2C_OK) {
         GPT2C_TRY(gpt2c_config_check(&cfg, "--model"));
         GPT2C_TRY(gpt2c_model_create(&cfg, &m));
         gpt2c_model_init_random(m, seed);
     } else {
-        if (!is_file(name_or_path))
+        if (!is_path)
             return gpt2c_fail(GPT2C_ERR_ARG,
-                              "--model: '%s' is neither a checkpoint file nor a model name (gpt2, gpt2-medium, "
+                              "--model: '%s' is neither a checkpoint (file or directory) nor a model name (gpt2, gpt2-medium, "
                               "gpt2-large, gpt2-xl)",
                               name_or_path);
         GPT2C_TRY(gpt2c_model_load(name_or_path, &m));

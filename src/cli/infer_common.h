@@ -8,7 +8,7 @@
 #include "gpt2c/model.h"
 
 /* NAME (gpt2, gpt2-medium, ...: gpt2c_model_init_random(seed)) or a checkpoint
- * PATH (gpt2c_model_load); then selects the backend. */
+ * PATH, file or Hugging Face directory (gpt2c_model_load); then selects the backend. */
 gpt2c_status cli_open_model(const char *name_or_path, const char *backend, uint64_t seed, gpt2c_model **out);
 /* --vocab if given, else $GPT2C_DATA/gpt2-tokenizer, else ../shared/data/gpt2-tokenizer
  * or ../../shared/data/gpt2-tokenizer when present; NULL if none. */

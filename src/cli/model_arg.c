@@ -1,5 +1,6 @@
 #include "cli/model_arg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +25,23 @@ static int vocab_size_of(const char *cmd, const char *spec, int *out) {
     return 0;
 }
 
+static int has_tokenizer(const char *dir) {
+    char a[4200], b[4200];
+    struct stat sa, sb;
+    snprintf(a, sizeof a, "%s/vocab.json", dir);
+    snprintf(b, sizeof b, "%s/merges.txt", dir);
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return 1;
+    snprintf(a, sizeof a, "%s/encoder.json", dir);
+    snprintf(b, sizeof b, "%s/vocab.bpe", dir);
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0;
+}
+
+const char *model_arg_vocab_dir(const model_arg *ma) {
+    if (ma->vocab && gpt2c_is_dir(ma->vocab)) return ma->vocab;
+    if (ma->model && gpt2c_is_dir(ma->model) && has_tokenizer(ma->model)) return ma->model;
+    return NULL;
+}
+
 int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_model **out, int *loaded) {
     const char *spec = ma->model ? ma->model : "gpt2";
     struct stat sb;
@@ -32,15 +50,15 @@ int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_mo
     if (ma->vocab && vocab_size_of(cmd, ma->vocab, &vocab)) return 1;
     if (stat(spec, &sb) == 0) {
         if (gpt2c_model_load(spec, out) != GPT2C_OK) return cli_fail_status(cmd);
-        const gpt2c_config *c = &(*out)->cfg;
+        const gpt2c_config c = (*out)->cfg;
         /* size options may restate a checkpoint's sizes but not change them */
-        if ((ma->layers && ma->layers != c->num_layers) || (ma->heads && ma->heads != c->num_heads) ||
-            (ma->embd && ma->embd != c->channels) || (ma->ctx && ma->ctx != c->max_seq_len) ||
-            (vocab && vocab != c->vocab_size)) {
+        if ((ma->layers && ma->layers != c.num_layers) || (ma->heads && ma->heads != c.num_heads) ||
+            (ma->embd && ma->embd != c.channels) || (ma->ctx && ma->ctx != c.max_seq_len) ||
+            (vocab && vocab != c.vocab_size)) {
             gpt2c_model_free(*out);
             *out = NULL;
             return cli_error(cmd, "%s: the size options contradict the checkpoint (it has layers=%d heads=%d embd=%d ctx=%d vocab=%d)",
-                             spec, c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size);
+                             spec, c.num_layers, c.num_heads, c.channels, c.max_seq_len, c.vocab_size);
         }
         *loaded = 1;
         return 0;

@@ -1,7 +1,9 @@
 #include "gpt2c/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -88,6 +90,43 @@ gpt2c_status gpt2c_atomic_write(gpt2c_atomic *a, const void *p, size_t n) {
     return GPT2C_OK;
 }
 
+/* Is "<base>.tmp.<pid>" a temporary of a writer that no longer runs? */
+static int stale_temporary(const char *name, const char *base, size_t nbase) {
+    if (strncmp(name, base, nbase) != 0 || strncmp(name + nbase, ".tmp.", 5) != 0) return 0;
+    const char *digits = name + nbase + 5;
+    if (!*digits || strlen(digits) > 9) return 0;
+    for (const char *p = digits; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    const long pid = strtol(digits, NULL, 10);
+    if (pid <= 0 || pid == (long)getpid()) return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH; /* a live (or foreign) writer keeps its file */
+}
+
+/* After the rename: fsync the folder so the new name survives a crash, and
+ * remove the temporaries that killed writers of the same file left behind. */
+static gpt2c_status finish_in_folder(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char dir[4096];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        int bad = fsync(fd) != 0 && errno == EIO; /* EINVAL: a file system without directory fsync */
+        close(fd);
+        if (bad) return gpt2c_fail(GPT2C_ERR_IO, "%s: cannot make the rename durable: fsync of %s failed", path, dir);
+    }
+    DIR *d = opendir(dir);
+    if (!d) return GPT2C_OK;
+    const size_t nbase = strlen(base);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (stale_temporary(e->d_name, base, nbase)) unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+    return GPT2C_OK;
+}
+
 gpt2c_status gpt2c_atomic_commit(gpt2c_atomic *a) {
     if (!a->f) return gpt2c_fail(GPT2C_ERR_IO, "%s: commit after failure", a->path ? a->path : "?");
     int bad = fflush(a->f) != 0 || fsync(fileno(a->f)) != 0;
@@ -100,10 +139,11 @@ gpt2c_status gpt2c_atomic_commit(gpt2c_atomic *a) {
         gpt2c_atomic_abort(a);
         return st;
     }
+    gpt2c_status st = finish_in_folder(a->path);
     free(a->path);
     free(a->tmp);
     a->path = a->tmp = NULL;
-    return GPT2C_OK;
+    return st;
 }
 
 void gpt2c_atomic_abort(gpt2c_atomic *a) {

@@ -10,6 +10,24 @@
 uint64_t gpt2c_io_param_count(const gpt2c_config *c);
 gpt2c_status gpt2c_io_load_llmc(const char *path, gpt2c_model **out);
 gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out);
+/* A Hugging Face model directory (model_dir.c). */
+gpt2c_status gpt2c_io_load_dir(const char *dir, gpt2c_model **out);
+
+/* The tensors of one checkpoint: one safetensors file, or the shards an
+ * index names; `path` (the file or the index) is what messages name. */
+typedef struct {
+    gpt2c_st_file **files;
+    int n;
+    const char *path;
+} gpt2c_st_set;
+
+/* First tensor of that name in any file of the set, or NULL. */
+const gpt2c_st_tensor *gpt2c_st_set_find(const gpt2c_st_set *s, const char *name);
+/* gpt2c_st_gpt2_config over a set; config_json (NULL: none) is read and checked against the tensors. */
+gpt2c_status gpt2c_st_set_config(const gpt2c_st_set *s, const char *config_json, gpt2c_config *cfg,
+                                 const char **prefix, const char **heads_from);
+/* Builds the model from a set (and its optimizer state, if the first file has it). */
+gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *s, const char *config_json, gpt2c_model **out);
 
 /* Tensor names of gpt2c's optimizer state in safetensors. */
 #define GPT2C_ST_ADAM_M "gpt2c.adamw.m"

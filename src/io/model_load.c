@@ -11,10 +11,6 @@
 #include "gpt2c/io.h"
 #include "io/io_internal.h"
 
-#ifdef GPT2C_HAVE_JANSSON
-#include <jansson.h>
-#endif
-
 gpt2c_file_format gpt2c_detect_format(const char *path) {
     unsigned char b[9];
     FILE *f = fopen(path, "rb");
@@ -38,6 +34,7 @@ static int ends_with(const char *s, const char *suffix) {
 
 gpt2c_status gpt2c_model_load(const char *path, gpt2c_model **out) {
     *out = NULL;
+    if (gpt2c_is_dir(path)) return gpt2c_io_load_dir(path, out);
     switch (gpt2c_detect_format(path)) {
     case GPT2C_FMT_LLMC: return gpt2c_io_load_llmc(path, out);
     case GPT2C_FMT_SHARD:
@@ -68,48 +65,35 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
-#ifdef GPT2C_HAVE_JANSSON
-/* n_head from a config.json in the checkpoint's directory: 1 found, 0 absent, -1 error (message set). */
-static int heads_from_config_json(const char *path, int *heads) {
-    char cfgpath[4096];
+/* config.json beside a checkpoint file (dir/model.safetensors -> dir/config.json): 1 found, 0 none. */
+static int config_beside(const char *path, char *out, size_t n) {
     const char *slash = strrchr(path, '/');
     if (slash)
-        snprintf(cfgpath, sizeof cfgpath, "%.*s/config.json", (int)(slash - path), path);
+        snprintf(out, n, "%.*s/config.json", (int)(slash - path), path);
     else
-        snprintf(cfgpath, sizeof cfgpath, "config.json");
-    FILE *probe = fopen(cfgpath, "rb");
+        snprintf(out, n, "config.json");
+    FILE *probe = fopen(out, "rb");
     if (!probe) return 0;
     fclose(probe);
-    void *buf;
-    size_t size;
-    if (gpt2c_read_file(cfgpath, &buf, &size) != GPT2C_OK) return -1;
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, size, 0, &jerr);
-    free(buf);
-    if (!root) {
-        gpt2c_fail(GPT2C_ERR_FORMAT, "%s: not valid JSON: %s (line %d)", cfgpath, jerr.text, jerr.line);
-        return -1;
-    }
-    json_t *nh = json_object_get(root, "n_head");
-    int found = json_is_integer(nh);
-    if (found && (json_integer_value(nh) <= 0 || json_integer_value(nh) > 65536)) {
-        json_decref(root);
-        gpt2c_fail(GPT2C_ERR_FORMAT, "%s: n_head %lld is out of range", cfgpath, (long long)json_integer_value(nh));
-        return -1;
-    }
-    if (found) *heads = (int)json_integer_value(nh);
-    json_decref(root);
-    return found;
+    return 1;
 }
-#endif
 
-gpt2c_status gpt2c_st_gpt2_config(const gpt2c_st_file *f, const char *path, gpt2c_config *cfg, const char **prefix,
-                                  const char **heads_from) {
+const gpt2c_st_tensor *gpt2c_st_set_find(const gpt2c_st_set *s, const char *name) {
+    for (int i = 0; i < s->n; i++) {
+        const gpt2c_st_tensor *t = gpt2c_st_find(s->files[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+gpt2c_status gpt2c_st_set_config(const gpt2c_st_set *s, const char *config_json, gpt2c_config *cfg,
+                                 const char **prefix, const char **heads_from) {
+    const char *path = s->path;
     memset(cfg, 0, sizeof *cfg);
-    const char *pre = gpt2c_st_find(f, "transformer.wte.weight") ? "transformer." : "";
-    char name[256];
+    const char *pre = gpt2c_st_set_find(s, "transformer.wte.weight") ? "transformer." : "";
+    char name[256], wpe_name[256];
     snprintf(name, sizeof name, "%swte.weight", pre);
-    const gpt2c_st_tensor *wte = gpt2c_st_find(f, name);
+    const gpt2c_st_tensor *wte = gpt2c_st_set_find(s, name);
     if (!wte)
         return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: no tensor 'wte.weight' or 'transformer.wte.weight': not a GPT-2 checkpoint",
                           path);
@@ -117,66 +101,83 @@ gpt2c_status gpt2c_st_gpt2_config(const gpt2c_st_file *f, const char *path, gpt2
         return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be 2-D (vocab, embd)", path, name);
     cfg->vocab_size = (int)wte->shape[0];
     cfg->channels = (int)wte->shape[1];
-    snprintf(name, sizeof name, "%swpe.weight", pre);
-    const gpt2c_st_tensor *wpe = gpt2c_st_find(f, name);
-    if (!wpe) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", path, name);
+    snprintf(wpe_name, sizeof wpe_name, "%swpe.weight", pre);
+    const gpt2c_st_tensor *wpe = gpt2c_st_set_find(s, wpe_name);
+    if (!wpe) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", path, wpe_name);
     if (wpe->ndim != 2 || wpe->shape[1] != cfg->channels || wpe->shape[0] > INT_MAX)
-        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be 2-D (positions, %d)", path, name, cfg->channels);
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' must be 2-D (positions, %d)", path, wpe_name, cfg->channels);
     cfg->max_seq_len = (int)wpe->shape[0];
     /* layers: one past the largest N among "<prefix>h.N." names */
     size_t plen = strlen(pre);
-    for (int i = 0; i < gpt2c_st_count(f); i++) {
-        const char *s = gpt2c_st_get(f, i)->name;
-        if (strncmp(s, pre, plen) != 0 || strncmp(s + plen, "h.", 2) != 0) continue;
-        char *end;
-        errno = 0;
-        long layer = strtol(s + plen + 2, &end, 10);
-        if (errno || end == s + plen + 2 || *end != '.' || layer < 0 || layer >= 4096)
-            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': cannot read its layer number (0..4095)", path, s);
-        if (layer + 1 > cfg->num_layers) cfg->num_layers = (int)layer + 1;
-    }
-    /* heads: our metadata, else config.json beside the file, else head size 64 */
-    const char *nh = gpt2c_st_meta(f, "n_head");
-    if (nh) {
-        if (!parse_int(nh, 1, 65536, &cfg->num_heads))
-            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ n_head '%s' is not a positive integer", path, nh);
-        *heads_from = "metadata";
-    } else {
-        int found = 0;
-#ifdef GPT2C_HAVE_JANSSON
-        found = heads_from_config_json(path, &cfg->num_heads);
-        if (found < 0) return GPT2C_ERR_FORMAT;
-#endif
-        if (found) {
-            *heads_from = "config.json";
-        } else if (cfg->channels % 64 == 0) {
-            cfg->num_heads = cfg->channels / 64;
-            *heads_from = "head size 64 rule";
-        } else {
-            return gpt2c_fail(GPT2C_ERR_FORMAT,
-                              "%s: cannot tell the number of heads: no n_head in __metadata__, no config.json beside "
-                              "it, and n_embd %d is not a multiple of 64",
-                              path, cfg->channels);
+    for (int k = 0; k < s->n; k++)
+        for (int i = 0; i < gpt2c_st_count(s->files[k]); i++) {
+            const char *t = gpt2c_st_get(s->files[k], i)->name;
+            if (strncmp(t, pre, plen) != 0 || strncmp(t + plen, "h.", 2) != 0) continue;
+            char *end;
+            errno = 0;
+            long layer = strtol(t + plen + 2, &end, 10);
+            if (errno || end == t + plen + 2 || *end != '.' || layer < 0 || layer >= 4096)
+                return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s': cannot read its layer number (0..4095)", path, t);
+            if (layer + 1 > cfg->num_layers) cfg->num_layers = (int)layer + 1;
         }
+    if (cfg->num_layers == 0) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: no transformer layers (tensors %sh.N.*)", path, pre);
+    /* heads: config.json, else our metadata, else head size 64; config.json must agree with the tensors */
+    const char *nh = s->n ? gpt2c_st_meta(s->files[0], "n_head") : NULL;
+    int meta_heads = 0;
+    if (nh && !parse_int(nh, 1, 65536, &meta_heads))
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ n_head '%s' is not a positive integer", path, nh);
+    int config_heads = 0;
+    if (config_json) {
+        gpt2c_hf_config hc;
+        GPT2C_TRY(gpt2c_hf_config_read(config_json, &hc));
+        char layers[300];
+        snprintf(layers, sizeof layers, "%sh.", pre);
+        GPT2C_TRY(gpt2c_hf_config_check(&hc, cfg, config_json, name, wpe_name, layers));
+        if (meta_heads && hc.cfg.num_heads && meta_heads != hc.cfg.num_heads)
+            return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: n_head %d disagrees with __metadata__ n_head %d of %s", config_json,
+                              hc.cfg.num_heads, meta_heads, path);
+        config_heads = hc.cfg.num_heads;
     }
-    const char *vp = gpt2c_st_meta(f, "padded_vocab_size");
+    if (config_heads) {
+        cfg->num_heads = config_heads;
+        *heads_from = "config.json";
+    } else if (meta_heads) {
+        cfg->num_heads = meta_heads;
+        *heads_from = "metadata";
+    } else if (cfg->channels % 64 == 0) {
+        cfg->num_heads = cfg->channels / 64;
+        *heads_from = "head size 64 rule";
+    } else {
+        return gpt2c_fail(GPT2C_ERR_FORMAT,
+                          "%s: cannot tell the number of heads: no n_head in __metadata__ or in a config.json "
+                          "beside it, and n_embd %d is not a multiple of 64",
+                          path, cfg->channels);
+    }
+    const char *vp = s->n ? gpt2c_st_meta(s->files[0], "padded_vocab_size") : NULL;
     if (vp && !parse_int(vp, cfg->vocab_size, INT_MAX, &cfg->padded_vocab_size))
         return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: __metadata__ padded_vocab_size '%s' is invalid (vocab is %d)", path, vp,
                           cfg->vocab_size);
-    if (cfg->num_layers == 0) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: no transformer layers (tensors %sh.N.*)", path, pre);
     if (gpt2c_config_check(cfg, path) != GPT2C_OK) return GPT2C_ERR_FORMAT;
     *prefix = pre;
     return GPT2C_OK;
 }
 
+gpt2c_status gpt2c_st_gpt2_config(const gpt2c_st_file *f, const char *path, gpt2c_config *cfg, const char **prefix,
+                                  const char **heads_from) {
+    gpt2c_st_file *files[1] = {(gpt2c_st_file *)f};
+    gpt2c_st_set s = {files, 1, path};
+    char cj[4096];
+    return gpt2c_st_set_config(&s, config_beside(path, cj, sizeof cj) ? cj : NULL, cfg, prefix, heads_from);
+}
+
 /* Copies one HF tensor into its slab slice, checking shape and dtype. tmp holds rows*cols floats. */
-static gpt2c_status load_slice(const gpt2c_st_file *f, const char *path, const gpt2c_model *m, int id, int layer,
+static gpt2c_status load_slice(const gpt2c_st_set *f, const char *path, const gpt2c_model *m, int id, int layer,
                                const char *prefix, float *tmp) {
     const gpt2c_param_info *pi = &m->info[id];
     char hf[200], name[256];
     gpt2c_param_hf_name(pi, layer, hf, sizeof hf);
     snprintf(name, sizeof name, "%s%s", prefix, hf);
-    const gpt2c_st_tensor *t = gpt2c_st_find(f, name);
+    const gpt2c_st_tensor *t = gpt2c_st_set_find(f, name);
     if (!t) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", path, name);
     int64_t want[2];
     int nd;
@@ -210,8 +211,9 @@ static gpt2c_status load_slice(const gpt2c_st_file *f, const char *path, const g
     return GPT2C_OK;
 }
 
-static gpt2c_status load_optimizer(const gpt2c_st_file *f, const char *path, gpt2c_model *m) {
-    const gpt2c_st_tensor *tm = gpt2c_st_find(f, GPT2C_ST_ADAM_M), *tv = gpt2c_st_find(f, GPT2C_ST_ADAM_V);
+static gpt2c_status load_optimizer(const gpt2c_st_set *set, const char *path, gpt2c_model *m) {
+    const gpt2c_st_tensor *tm = gpt2c_st_set_find(set, GPT2C_ST_ADAM_M), *tv = gpt2c_st_set_find(set, GPT2C_ST_ADAM_V);
+    const gpt2c_st_file *f = set->files[0];
     if (!tm && !tv) return GPT2C_OK;
     if (!tm || !tv)
         return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: optimizer state incomplete: '%s' without '%s'", path,
@@ -232,16 +234,65 @@ static gpt2c_status load_optimizer(const gpt2c_st_file *f, const char *path, gpt
     return GPT2C_OK;
 }
 
-gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out) {
+/* Before anything is allocated: the parameters the config implies must be
+ * backed by tensor data actually present in the files (each element takes at
+ * least 2 bytes there), and the zero rows padding wte may at most double it.
+ * So a small hostile file (a huge padded vocabulary, 4096 layers named by one
+ * empty tensor) is refused at the cost of its own size. */
+static gpt2c_status check_sizes_against_files(const gpt2c_st_set *s, const gpt2c_config *cfg, const char *prefix) {
+    /* every tensor the config implies, by name first (the clearest message) */
+    static const char *const global[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+    static const char *const per_layer[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                                            "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                                            "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+    const int nglobal = (int)(sizeof global / sizeof global[0]), nper = (int)(sizeof per_layer / sizeof per_layer[0]);
+    for (int l = -1; l < cfg->num_layers; l++)
+        for (int i = 0; i < (l < 0 ? nglobal : nper); i++) {
+            char name[256];
+            if (l < 0) snprintf(name, sizeof name, "%s%s", prefix, global[i]);
+            else snprintf(name, sizeof name, "%sh.%d.%s", prefix, l, per_layer[i]);
+            const gpt2c_st_tensor *t = gpt2c_st_set_find(s, name);
+            if (!t) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", s->path, name);
+            if (t->dtype != GPT2C_DT_F32 && t->dtype != GPT2C_DT_F16 && t->dtype != GPT2C_DT_BF16)
+                return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, F16 or BF16 expected)",
+                                  s->path, name, gpt2c_dtype_name(t->dtype));
+        }
+    /* then by size: the named tensors must hold the elements the config implies */
+    uint64_t have = 0;
+    for (int k = 0; k < s->n; k++)
+        for (int i = 0; i < gpt2c_st_count(s->files[k]); i++) {
+            const gpt2c_st_tensor *t = gpt2c_st_get(s->files[k], i);
+            if (t->dtype == GPT2C_DT_F32 || t->dtype == GPT2C_DT_F16 || t->dtype == GPT2C_DT_BF16)
+                have += t->nbytes / gpt2c_dtype_size(t->dtype);
+        }
+    const uint64_t pad_rows = (uint64_t)(cfg->padded_vocab_size - cfg->vocab_size);
+    if (pad_rows > (uint64_t)(cfg->vocab_size > 128 ? cfg->vocab_size : 128))
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: padded vocabulary %d is absurd for a vocabulary of %d (at most %d)",
+                          s->path, cfg->padded_vocab_size, cfg->vocab_size,
+                          cfg->vocab_size + (cfg->vocab_size > 128 ? cfg->vocab_size : 128));
+    const uint64_t need = gpt2c_io_param_count(cfg) - pad_rows * (uint64_t)cfg->channels;
+    if (need > have)
+        return gpt2c_fail(GPT2C_ERR_FORMAT,
+                          "%s: %d layers of %d channels need %llu parameters but the file holds only %llu: tensors are "
+                          "missing (refused before allocating)",
+                          s->path, cfg->num_layers, cfg->channels, (unsigned long long)need, (unsigned long long)have);
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *f, const char *config_json, gpt2c_model **out) {
     *out = NULL;
-    gpt2c_st_file *f;
-    GPT2C_TRY(gpt2c_st_open(path, &f));
+    const char *path = f->path;
     gpt2c_config cfg;
     const char *prefix = "", *heads_from = "";
     gpt2c_model *m = NULL;
     float *tmp = NULL;
-    gpt2c_status st = gpt2c_st_gpt2_config(f, path, &cfg, &prefix, &heads_from);
-    if (st == GPT2C_OK) st = gpt2c_model_create(&cfg, &m);
+    gpt2c_status st = gpt2c_st_set_config(f, config_json, &cfg, &prefix, &heads_from);
+    if (st == GPT2C_OK) st = check_sizes_against_files(f, &cfg, prefix);
+    if (st == GPT2C_OK && (st = gpt2c_model_create(&cfg, &m)) != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        gpt2c_fail(st, "%s: %s", path, why);
+    }
     if (st == GPT2C_OK && !(tmp = malloc((size_t)16 * cfg.channels * cfg.channels)))
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path); /* 4C*C floats: the largest Conv1D weight */
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {
@@ -251,18 +302,29 @@ gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out) {
     /* a tied lm_head is redundant with wte: ignored, but it must at least fit */
     const char *lm_names[2] = {"lm_head.weight", "transformer.lm_head.weight"};
     for (int i = 0; i < 2 && st == GPT2C_OK; i++) {
-        const gpt2c_st_tensor *t = gpt2c_st_find(f, lm_names[i]);
+        const gpt2c_st_tensor *t = gpt2c_st_set_find(f, lm_names[i]);
         if (t && (t->ndim != 2 || t->shape[0] != cfg.vocab_size || t->shape[1] != cfg.channels))
             st = gpt2c_fail(GPT2C_ERR_FORMAT, "%s: tensor '%s' does not have wte's shape [%d, %d]", path, lm_names[i],
                             cfg.vocab_size, cfg.channels);
     }
     if (st == GPT2C_OK) st = load_optimizer(f, path, m);
     free(tmp);
-    gpt2c_st_close(f);
     if (st != GPT2C_OK) {
         gpt2c_model_free(m);
         return st;
     }
     *out = m;
     return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out) {
+    *out = NULL;
+    gpt2c_st_file *f;
+    GPT2C_TRY(gpt2c_st_open(path, &f));
+    gpt2c_st_file *files[1] = {f};
+    gpt2c_st_set s = {files, 1, path};
+    char cj[4096];
+    gpt2c_status st = gpt2c_io_load_set(&s, config_beside(path, cj, sizeof cj) ? cj : NULL, out);
+    gpt2c_st_close(f);
+    return st;
 }
