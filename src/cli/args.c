@@ -157,7 +157,8 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
                 char *end;
                 errno = 0;
                 long x = strtol(p, &end, 10);
-                if (errno || end == p || (*end && *end != ',') || l->n >= 64 || !in_range(o, (double)x)) {
+                if (errno || end == p || (*end && *end != ',') || l->n >= 64 || !in_range(o, (double)x) ||
+                    x < -2147483647L || x > 2147483647L) { /* the list holds ints: no silent truncation */
                     cli_error(cmd, "%s: expected comma-separated integers in [%g, %g], got '%s'", a, o->min, o->max, v);
                     return 2;
                 }

@@ -55,7 +55,12 @@ gpt2c_status gpt2c_io_load_llmc(const char *path, gpt2c_model **out) {
                           cfg.channels, cfg.padded_vocab_size, cfg.max_seq_len, bf16 ? "bf16" : "fp32",
                           (unsigned long long)want);
     gpt2c_model *m;
-    GPT2C_TRY(gpt2c_model_create(&cfg, &m));
+    gpt2c_status cst = gpt2c_model_create(&cfg, &m);
+    if (cst != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        return gpt2c_fail(cst, "%s: %s", path, why);
+    }
     FILE *f = fopen(path, "rb");
     gpt2c_status st = GPT2C_OK;
     uint16_t *buf = bf16 ? malloc(65536 * sizeof *buf) : NULL;
@@ -109,7 +114,7 @@ gpt2c_status gpt2c_model_save_llmc(const gpt2c_model *m, const char *path, int v
     st = gpt2c_atomic_open(&a, path);
     if (st == GPT2C_OK) st = gpt2c_atomic_write(&a, h, sizeof h);
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {
-        const float *src = P + m->info[id].offset;
+        const float *src = gpt2c_param_slice(m, (float *)P, id, 0);
         size_t n = m->info[id].numel;
         if (version == 3) {
             st = gpt2c_atomic_write(&a, src, n * sizeof(float));
