@@ -42,7 +42,7 @@ static gpt2c_status check_finite(const gpt2c_model *m, const char *path, const f
     if (!slab) return GPT2C_OK;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         const gpt2c_param_info *pi = &m->info[id];
-        const float *p = slab + pi->offset;
+        const float *p = gpt2c_param_slice(m, (float *)slab, id, 0); /* the tensor, all layers */
         size_t bad = pi->numel;
         for (size_t i = 0; i < pi->numel; i++)
             if (!isfinite(p[i])) {
