@@ -7,9 +7,8 @@
 
 #include "gpt2c/cpu.h"
 #include "kernels/cpu/cpu_infer.h"
-#include "kernels/kernels.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ref/ref.h"
-#include "kernels/ref/ref_infer.h"
 
 /* The inference kernels follow the cpu backend's ISA choice (CPUID, or
  * forced with --isa / GPT2C_ISA=avx2|scalar), read once in
@@ -35,8 +34,10 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
         }
 }
 
-static void cpu_matmul_infer_range(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
-                                   int OC, int act, int o0, int o1) {
+/* f32 weights (the table's formats mask says so; others go to ref) */
+static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
+                                   int IC, int OC, int act, int o0, int o1) {
+    const float *w = (const float *)wt->data;
 #if defined(__x86_64__)
     if (use_avx512) {
         cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
