@@ -62,7 +62,7 @@ int main(void) {
     /* 1. the step == its stages by hand (two steps, accum 2) */
     gpt2c_model *a = make(), *b = make();
     if (!a || !b) return tu_finish("test_train_step");
-    const gpt2c_step_cfg sc = {B, T, 2, 1e-3f, opt, NULL, {0}};
+    const gpt2c_step_cfg sc = {B, T, 2, 1e-3f, opt, NULL, {0}, 0};
     for (int s = 0; s < 2; s++) {
         gpt2c_step_stats st;
         CHECK_OK(gpt2c_train_step(a, &sc, &src, &st));

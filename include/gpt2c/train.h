@@ -66,7 +66,9 @@ typedef struct gpt2c_train_cfg {
  *
  * reduce is dp->reduce (gradients summed over ranks, started per layer during
  * the last backward through dp->arm), a no-op without dp; update is
- * dp->update (sharded) or gpt2c_model_update (AdamW, src/train/adamw.c). */
+ * dp->update (sharded) or gpt2c_model_update (AdamW, src/train/adamw.c).
+ * A non-finite loss stops the step before the update (the weights stay as
+ * they were), a non-finite gradient norm after it: both GPT2C_ERR_RANGE. */
 
 /* Where a step's micro-batches come from: fills *inputs and *targets (B*T
  * ids each, valid until the next call). */
@@ -81,6 +83,7 @@ typedef struct gpt2c_step_cfg {
     gpt2c_adamw_cfg adamw;
     const gpt2c_train_dp *dp;   /* NULL: one process (reduce is a no-op) */
     gpt2c_step_hooks hooks;     /* phase marks; phase NULL: m->prof's phase is set directly */
+    int step;                   /* the step's index, for messages */
 } gpt2c_step_cfg;
 
 typedef struct gpt2c_step_stats {

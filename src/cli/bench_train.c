@@ -100,7 +100,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     double ffw, ftrain;
     step_flops(&cfg, B, T, &ffw, &ftrain);
     const double flops = forward_only ? ffw : ftrain;
-    const gpt2c_step_cfg sc = {B, T, 1, 1e-4f, {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0}, NULL, {0}};
+    const gpt2c_step_cfg sc = {B, T, 1, 1e-4f, {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0}, NULL, {0}, 0};
     const fixed_batch fb = {tok, tok + 1};
     const gpt2c_batch_source src = {fixed_next, (void *)&fb};
 

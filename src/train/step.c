@@ -3,6 +3,8 @@
  * run this function, so what is profiled and benchmarked is what trains. */
 #include "gpt2c/train.h"
 
+#include <math.h>
+
 #include "gpt2c/core.h"
 
 static void mark(gpt2c_model *m, const gpt2c_step_hooks *h, gpt2c_phase ph) {
@@ -55,9 +57,20 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
         GPT2C_TRY(dp->reduce(dp->ctx, m, &loss_mean));
         st.reduce_ms = ms_since(&t);
     }
+    /* a NaN/Inf loss would poison the weights: stop before the update */
+    if (!isfinite(loss_mean))
+        return gpt2c_fail(GPT2C_ERR_RANGE,
+                          "step %d: the loss is %g (non-finite): training stopped before updating the weights; "
+                          "nothing is saved (the last checkpoint written is kept)",
+                          c->step, loss_mean);
     mark(m, &c->hooks, GPT2C_PHASE_OPTIMIZER);
     if (dp && dp->update) GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, c->lr, &st.norm));
     else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, c->lr, &st.norm));
+    if (!isfinite(st.norm))
+        return gpt2c_fail(GPT2C_ERR_RANGE,
+                          "step %d: the gradient norm is %g (non-finite): training stopped; nothing is saved (the "
+                          "last checkpoint written is kept)",
+                          c->step, (double)st.norm);
     st.update_ms += ms_since(&t);
     st.loss = (float)loss_mean;
     st.total_ms = (double)(t - t_start) * 1e-6;

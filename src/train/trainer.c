@@ -83,7 +83,7 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
     const int nranks = dp ? dp->nranks : 1;
     const int do_eval = val && c->eval_every > 0;
     const gpt2c_batch_source src = {loader_next, train};
-    gpt2c_step_cfg sc = {c->B, c->T, c->accum, 0, c->adamw, dp, c->hooks};
+    gpt2c_step_cfg sc = {c->B, c->T, c->accum, 0, c->adamw, dp, c->hooks, start_step};
     for (int step = start_step; step < c->steps; step++) {
         if (m->prof) m->prof->step = step;
         if (c->hooks.step_begin) c->hooks.step_begin(c->hooks.user, step);
@@ -92,6 +92,7 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
         gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
         gpt2c_step_stats st;
         sc.lr = ev.lr;
+        sc.step = step;
         GPT2C_TRY(gpt2c_train_step(m, &sc, &src, &st));
         ev.ms = st.total_ms;
         ev.loss = st.loss;
