@@ -80,6 +80,7 @@ typedef struct gpt2c_model {
     int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
 
     const struct gpt2c_kernels *k;
+    struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
     gpt2c_profiler *prof; /* NULL: profiling off */
 
     gpt2c_acts *acts;

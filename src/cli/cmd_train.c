@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
@@ -271,6 +272,13 @@ int cmd_train(int argc, char **argv) {
         if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
         if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &m, &loaded))) return rc;
     } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &m, &loaded))) {
+        return rc;
+    }
+    if (m->qw) { /* quantized weights have no gradient: they are frozen bases */
+        rc = cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
+                       "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
+                       ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+        gpt2c_model_free(m);
         return rc;
     }
     train_ui ui = {.tty = isatty(2), .print_every = steps > 100 ? steps / 50 : 1, .first_step = start_step,

@@ -15,6 +15,8 @@
 #include <sched.h>
 #include <string.h>
 
+#include "gpt2c/quant.h"
+#include "gpt2c/quant_model.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
@@ -89,15 +91,33 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].next, 0, memory_order_relaxed);
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
+    const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
+/* One matmul chunk [o0, o1): the fused dequantize-and-multiply kernel when
+ * layer l's weight is quantized (gpt2c/quant_model.h), else the fp32 kernel. */
+#define MATMUL(out, in, id, w, bias, N, IC, OC, act)                                                          \
+    do {                                                                                                       \
+        const gpt2c_tensor *qt_ = gpt2c_qweight(m, id, l);                                                     \
+        if (qt_)                                                                                               \
+            gpt2c_qmatmul_range(out, in, qt_, bias, N, act, o0, o1);                                           \
+        else                                                                                                   \
+            k->matmul_infer_range(out, in, w, bias, N, IC, OC, act, o0, o1);                                   \
+    } while (0)
 #pragma omp parallel num_threads(prof ? 1 : omp_get_max_threads())
     {
         int st = 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
             RANGE(r0, r1, chunk, ROW_CHUNK, n);
-            for (int r = r0; r < r1; r++)
-                k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE],
-                                   p[GPT2C_P_WPE] + (size_t)(pos[r / Tq] + r % Tq) * C, 1, 1, C);
+            for (int r = r0; r < r1; r++) {
+                const float *wpe_row = p[GPT2C_P_WPE] + (size_t)(pos[r / Tq] + r % Tq) * C;
+                if (qwte) { /* a quantized embedding: dequantize the token's row */
+                    float *xr = s->x + (size_t)r * C;
+                    gpt2c_quant_unpack_row(qwte, tokens[r], xr);
+                    for (int i = 0; i < C; i++) xr[i] += wpe_row[i];
+                } else {
+                    k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE], wpe_row, 1, 1, C);
+                }
+            }
             k->layernorm_forward(s->ln + (size_t)r0 * C, s->mean + r0, s->rstd + r0, s->x + (size_t)r0 * C,
                                  p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], r1 - r0, C);
         });
@@ -114,7 +134,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
 
             STAGE(nchunks(3 * C, MM_CHUNK), GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(n, C, 3 * C), {
                 RANGE(o0, o1, chunk, MM_CHUNK, 3 * C);
-                k->matmul_infer_range(s->qkv, s->ln, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE, o0, o1);
+                MATMUL(s->qkv, s->ln, GPT2C_P_QKVW, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE);
             });
             /* the new keys and values into the cache, one sequence per chunk; then attention per head */
             STAGE(nb, GPT2C_OP_ATTENTION, l, ((op_cost){0, 8.0 * n * C}), {
@@ -137,7 +157,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             });
             STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C), {
                 RANGE(o0, o1, chunk, MM_CHUNK, C);
-                k->matmul_infer_range(s->proj, s->atty, aw, ab, n, C, C, GPT2C_ACT_NONE, o0, o1);
+                MATMUL(s->proj, s->atty, GPT2C_P_ATTPROJW, aw, ab, n, C, C, GPT2C_ACT_NONE);
             });
             STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -148,11 +168,11 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             });
             STAGE(nchunks(4 * C, MM_CHUNK), GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(n, C, 4 * C), {
                 RANGE(o0, o1, chunk, MM_CHUNK, 4 * C);
-                k->matmul_infer_range(s->fch, s->ln, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU, o0, o1);
+                MATMUL(s->fch, s->ln, GPT2C_P_FCW, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU);
             });
             STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(n, 4 * C, C), {
                 RANGE(o0, o1, chunk, MM_CHUNK, C);
-                k->matmul_infer_range(s->proj, s->fch, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE, o0, o1);
+                MATMUL(s->proj, s->fch, GPT2C_P_FCPROJW, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE);
             });
             STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -164,7 +184,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         /* s->ln holds lnf (n,C) */
         STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
-            k->matmul_infer_range(lm_out, lm_in, p[GPT2C_P_WTE], NULL, lm_rows, C, Vp, GPT2C_ACT_NONE, o0, o1);
+            const int l = 0;
+            MATMUL(lm_out, lm_in, GPT2C_P_WTE, p[GPT2C_P_WTE], NULL, lm_rows, C, Vp, GPT2C_ACT_NONE);
         });
     }
     if (all_logits)
@@ -172,6 +193,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             memcpy(s->logits + (size_t)SEQ(b) * Vp, all_logits + ((size_t)b * Tq + Tq - 1) * Vp, sizeof(float) * Vp);
     for (int b = 0; b < nb; b++) s->pos[SEQ(b)] += Tq;
 #undef SEQ
+#undef MATMUL
     return GPT2C_OK;
 }
 
