@@ -4,7 +4,7 @@
 # is optional for the build itself; the tests use all of it.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libjansson-dev libutf8proc-dev libopenblas-dev
-      clang libclang-rt-dev libmicrohttpd-dev curl jq)
+      clang libclang-rt-dev libmicrohttpd-dev curl jq libopenmpi-dev openmpi-bin)
 [ "${GPT2C_WITH_CHROMIUM:-1}" = 1 ] && PKGS+=(chromium)
 missing=()
 for p in "${PKGS[@]}"; do

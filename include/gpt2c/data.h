@@ -21,7 +21,8 @@ typedef struct gpt2c_dataloader {
     char **files;
     int nfiles;
     size_t *file_tokens; /* token count of each shard */
-    int B, T, shuffle, vocab_size;
+    int B, T, shuffle, vocab_size; /* B: the rows this process gets per batch */
+    int rank, nranks; /* data parallel: this process takes rows [rank*B, (rank+1)*B) of each global batch of nranks*B */
     uint64_t seed;
     gpt2c_data_pos pos;
     int *shard_order; /* (nfiles) this epoch's order */
@@ -38,6 +39,12 @@ typedef struct gpt2c_dataloader {
  * or holding an id >= vocab_size. */
 gpt2c_status gpt2c_dataloader_open(gpt2c_dataloader *dl, const char *pattern, int B, int T, int shuffle,
                                    uint64_t seed, int vocab_size);
+/* The same for one of `nranks` data-parallel processes: the loader walks the
+ * data exactly as a single loader of batch nranks*B would (same order, same
+ * shuffle, same positions), and each batch gives this process the rank-th
+ * slice of B rows.  Every shard must hold one global batch (nranks*B x T + 1). */
+gpt2c_status gpt2c_dataloader_open_part(gpt2c_dataloader *dl, const char *pattern, int B, int T, int shuffle,
+                                        uint64_t seed, int vocab_size, int rank, int nranks);
 /* Fills dl->inputs / dl->targets with the next batch (wraps around at the end). */
 gpt2c_status gpt2c_dataloader_next(gpt2c_dataloader *dl);
 /* Back to the first batch of epoch 0. */

@@ -82,6 +82,12 @@ typedef struct gpt2c_model {
     const struct gpt2c_kernels *k;
     struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
     gpt2c_profiler *prof; /* NULL: profiling off */
+    /* Data parallel (src/dist): backward calls this as parameter gradients
+     * become final, so their all-reduce can start while earlier layers still
+     * compute: layer == num_layers: the final layernorm; 0 <= layer < L:
+     * block `layer`; -1: the embeddings (wte, wpe), last.  NULL: no hook. */
+    void (*on_grads_final)(void *ctx, int layer);
+    void *grads_final_ctx;
 
     gpt2c_acts *acts;
     int B, T; /* shape the activations are planned for */

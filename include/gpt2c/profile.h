@@ -17,6 +17,7 @@ typedef enum {
     GPT2C_PHASE_OPTIMIZER,
     GPT2C_PHASE_DATA,
     GPT2C_PHASE_EVAL,
+    GPT2C_PHASE_COMM, /* data parallel: waiting for gradient / parameter exchange (src/dist) */
     GPT2C_PHASE_COUNT
 } gpt2c_phase;
 
@@ -36,6 +37,8 @@ typedef enum {
     GPT2C_OP_GRAD_NORM,
     GPT2C_OP_ADAMW,
     GPT2C_OP_DATA_LOAD,
+    GPT2C_OP_ALLREDUCE,          /* data parallel: gradient all-reduce (bytes = this rank's payload) */
+    GPT2C_OP_ALLGATHER,          /* ZeRO-1: parameter all-gather after the sharded update */
     GPT2C_OP_COUNT
 } gpt2c_op;
 
@@ -48,6 +51,7 @@ typedef enum {
     GPT2C_LT_HEAD,      /* LM head + loss */
     GPT2C_LT_OPTIMIZER, /* zero-grad, grad norm, AdamW */
     GPT2C_LT_DATA,
+    GPT2C_LT_COMM,      /* all-reduce, all-gather (data parallel) */
     GPT2C_LT_COUNT
 } gpt2c_layer_type;
 

@@ -53,6 +53,11 @@ int gpt2c_server_port(const gpt2c_server *s);
  * 503), lets every queued and running request finish and be delivered, then
  * stops the threads.  Idempotent. */
 void gpt2c_server_drain(gpt2c_server *s);
+/* Holds the scheduler between steps (paused != 0) or lets it go on: requests
+ * still queue and take free slots, and requests whose client left are still
+ * dropped.  For maintenance and for tests that need requests in flight;
+ * gpt2c_server_drain lets it go on. */
+void gpt2c_server_pause(gpt2c_server *s, int paused);
 /* Drains, then frees everything. */
 void gpt2c_server_free(gpt2c_server *s);
 

@@ -22,8 +22,29 @@ typedef struct gpt2c_train_event {
     double ms, tok_s;     /* train step wall time (data + fwd + bwd + update) */
 } gpt2c_train_event;
 
+/* Data parallelism, supplied by src/dist (MPI) or any other transport; the
+ * trainer itself knows no MPI.  Each of nranks processes runs the same loop
+ * on its slice of every global batch (gpt2c_dataloader_open_part); the
+ * backward of the step's last micro-batch is scaled by 1/(accum*nranks) so
+ * that summing gradients over ranks gives the global mean. */
+typedef struct gpt2c_train_dp {
+    int rank, nranks;
+    void *ctx;
+    /* before the last backward of a step: start reducing gradients as they
+     * become final (may set m->on_grads_final); may be NULL */
+    void (*arm)(void *ctx, gpt2c_model *m);
+    /* after the last backward: gradients summed over ranks (on every rank,
+     * or this rank's shard where update needs no more); *loss (this rank's
+     * mean) becomes the mean over ranks */
+    gpt2c_status (*reduce)(void *ctx, gpt2c_model *m, double *loss);
+    /* the optimizer step; NULL: gpt2c_model_update (every rank updates a full copy) */
+    gpt2c_status (*update)(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm);
+    /* *v (this rank's value) becomes the mean over ranks: validation loss */
+    gpt2c_status (*mean)(void *ctx, double *v);
+} gpt2c_train_dp;
+
 typedef struct gpt2c_train_cfg {
-    int B, T, steps, accum;
+    int B, T, steps, accum; /* B: rows per process (the global batch is B x accum x dp->nranks) */
     float lr;
     gpt2c_schedule schedule;
     int warmup;
@@ -40,6 +61,7 @@ typedef struct gpt2c_train_cfg {
     void (*on_phase)(gpt2c_model *m, gpt2c_phase phase, void *user);
     void (*on_step_end)(gpt2c_model *m, int step, void *user);
     void *user;
+    const gpt2c_train_dp *dp; /* NULL: one process */
 } gpt2c_train_cfg;
 
 /* Learning rate at 0-based step: linear warmup over `warmup` steps, then
@@ -52,7 +74,8 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
                          int start_step);
 
 /* Mean loss over `nbatches` batches from the start of dl (0 = one full
- * sequential pass over all shards). */
+ * sequential pass over all shards).  A data-parallel loader gives this
+ * process's slice of each batch: the caller averages over ranks. */
 gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, float *mean_loss, int *batches_done);
 
 #endif

@@ -13,8 +13,25 @@
 static const char *given[MAX_GIVEN];
 static int ngiven;
 
+static char *capture_buf;
+static size_t capture_n;
+
+void cli_capture_errors(char *buf, size_t n) {
+    capture_buf = n ? buf : NULL;
+    capture_n = n;
+    if (capture_buf) capture_buf[0] = 0;
+}
+
 int cli_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
+    if (capture_buf) { /* keep the first message (the cause), print nothing */
+        if (!capture_buf[0]) {
+            va_start(ap, fmt);
+            vsnprintf(capture_buf, capture_n, fmt, ap);
+            va_end(ap);
+        }
+        return 1;
+    }
     fprintf(stderr, "gpt2c %s: ", cmd);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -140,7 +157,8 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
                 char *end;
                 errno = 0;
                 long x = strtol(p, &end, 10);
-                if (errno || end == p || (*end && *end != ',') || l->n >= 64 || !in_range(o, (double)x)) {
+                if (errno || end == p || (*end && *end != ',') || l->n >= 64 || !in_range(o, (double)x) ||
+                    x < -2147483647L || x > 2147483647L) { /* the list holds ints: no silent truncation */
                     cli_error(cmd, "%s: expected comma-separated integers in [%g, %g], got '%s'", a, o->min, o->max, v);
                     return 2;
                 }

@@ -61,6 +61,11 @@ int cli_error(const char *cmd, const char *fmt, ...)
 /* Prints "gpt2c <cmd>: <gpt2c_errmsg()>" to stderr and returns 1. */
 int cli_fail_status(const char *cmd);
 
+/* With buf: cli_error stores its first message (without the "gpt2c <cmd>: "
+ * prefix) in buf instead of printing (the ranks of an MPI job other than 0:
+ * only one reports a failure every rank shares).  NULL/0: print again. */
+void cli_capture_errors(char *buf, size_t n);
+
 /* Was this option given on the command line? (after cli_parse) */
 int cli_given(const char *name);
 

@@ -2,6 +2,7 @@
  * Text in and out goes through the tokenizer (--vocab, or the shared data
  * directory); without one, --prompt-ids in and ids out. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 static int parse_ids(const char *s, int32_t **ids, int *n) {
     size_t cap = 16, len = 0;
     int32_t *v = malloc(cap * sizeof *v);
+    if (!v) return cli_error(CMD, "--prompt-ids: out of memory");
     const char *p = s;
     while (*p) {
         while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t') p++;
@@ -31,7 +33,14 @@ static int parse_ids(const char *s, int32_t **ids, int *n) {
             free(v);
             return cli_error(CMD, "--prompt-ids: expected comma-separated integers, got '%.20s'", p);
         }
-        if (len == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+        if (len == cap) {
+            int32_t *w = len < (size_t)1 << 30 ? realloc(v, (cap *= 2) * sizeof *v) : NULL;
+            if (!w) {
+                free(v);
+                return cli_error(CMD, "--prompt-ids: too many ids (out of memory after %zu)", len);
+            }
+            v = w;
+        }
         v[len++] = (int32_t)x;
         p = end;
     }
@@ -44,12 +53,16 @@ static char *read_stdin(size_t *n) {
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     size_t got;
-    while ((got = fread(buf + len, 1, cap - len, stdin)) > 0) {
+    while (buf && (got = fread(buf + len, 1, cap - len, stdin)) > 0) {
         len += got;
-        if (len == cap) buf = realloc(buf, cap *= 2);
+        if (len == cap) {
+            char *b = cap <= SIZE_MAX / 2 ? realloc(buf, cap *= 2) : NULL;
+            if (!b) free(buf);
+            buf = b;
+        }
     }
-    *n = len;
-    return buf;
+    *n = buf ? len : 0;
+    return buf; /* NULL: out of memory */
 }
 
 typedef struct {
@@ -87,7 +100,7 @@ int cmd_generate(int argc, char **argv) {
         {"--model", CLI_STR, &model, "checkpoint file or Hugging Face model directory, or a model name (gpt2, gpt2-medium, ...) with random weights", 0, 0},
         {"--prompt", CLI_STR, &prompt, "prompt text (default: read stdin)", 0, 0},
         {"--prompt-ids", CLI_STR, &prompt_ids, "prompt as comma-separated token ids", 0, 0},
-        {"--max-tokens", CLI_INT, &max_tokens, "tokens to generate per sequence [64]", 0, 0},
+        {"--max-tokens", CLI_INT, &max_tokens, "tokens to generate per sequence [64]", 0, 2147483647},
         {"--temperature", CLI_FLOAT, &temperature, "0 = greedy [1.0]", 0, 0},
         {"--top-k", CLI_INT, &top_k, "sample among the k most likely, 0 = off [0]", 0, 0},
         {"--top-p", CLI_FLOAT, &top_p, "nucleus sampling mass in (0, 1] [1.0]", 0, 0},
@@ -123,15 +136,27 @@ int cmd_generate(int argc, char **argv) {
     int32_t *ids = NULL;
     int n = 0;
     if (prompt_ids) {
-        if (parse_ids(prompt_ids, &ids, &n)) return 2;
+        if (parse_ids(prompt_ids, &ids, &n)) {
+            gpt2c_tokenizer_free(tok);
+            return 2;
+        }
     } else {
         size_t len = 0, nids = 0;
         char *text = prompt ? NULL : read_stdin(&len);
+        if (!prompt && !text) {
+            gpt2c_tokenizer_free(tok);
+            return cli_error(CMD, "stdin: out of memory reading the prompt");
+        }
         gpt2c_status st = gpt2c_tokenizer_encode(tok, prompt ? prompt : text, prompt ? strlen(prompt) : len, 1, &ids, &nids);
         free(text);
         if (st != GPT2C_OK) {
             gpt2c_tokenizer_free(tok);
             return cli_fail_status(CMD);
+        }
+        if (nids > (size_t)INT32_MAX) {
+            free(ids);
+            gpt2c_tokenizer_free(tok);
+            return cli_error(CMD, "prompt: %zu tokens is more than any context holds", nids);
         }
         n = (int)nids;
     }
@@ -163,13 +188,23 @@ int cmd_generate(int argc, char **argv) {
     if (hugepages) gpt2c_infer_hugepages(m);
     sc.eot = tok ? gpt2c_tokenizer_eot(tok) : (V == 50257 ? 50256 : -1);
     /* the cache holds prompt + new tokens (the generate call refuses what does not fit the model) */
-    const long long want = (long long)n + max_tokens;
+    const long long want = (long long)n + max_tokens; /* no int overflow: max_tokens may be 2^31 - 1 */
+    if (want > ctx) {
+        rc = cli_error(CMD, "--max-tokens: prompt (%d tokens) + max-tokens (%d) = %lld exceeds the context of %d (at most %d "
+                       "new tokens fit)", n, max_tokens, want, ctx, ctx - n > 0 ? ctx - n : 0);
+        goto done;
+    }
     if (gpt2c_infer_create(m, batch, want <= ctx ? (int)want : ctx, 0, &s) != GPT2C_OK) goto fail;
     if (gpt2c_sampler_create(&sp, V, batch, &smp) != GPT2C_OK) goto fail;
     if (batch > 1) {
         sc.out = calloc((size_t)batch, sizeof *sc.out);
         sc.nout = calloc((size_t)batch, sizeof *sc.nout);
-        for (int b = 0; b < batch; b++) sc.out[b] = malloc(sizeof(int32_t) * (size_t)(max_tokens + 1));
+        int ok = sc.out && sc.nout;
+        for (int b = 0; ok && b < batch; b++) ok = (sc.out[b] = malloc(sizeof(int32_t) * ((size_t)max_tokens + 1))) != NULL;
+        if (!ok) {
+            rc = cli_error(CMD, "out of memory for %d output sequences", batch);
+            goto done;
+        }
     }
     gpt2c_gen_stats gs;
     if (gpt2c_generate(s, smp, ids, n, max_tokens, sc.eot, on_token, &sc, &gs) != GPT2C_OK) goto fail;
@@ -202,7 +237,7 @@ fail:
     rc = cli_fail_status(CMD);
 done:
     if (sc.out)
-        for (int b = 0; b < batch; b++) free(sc.out[b]);
+        for (int b = 0; b < batch; b++) free(sc.out[b]); /* calloc'd: unset entries are NULL */
     free(sc.out);
     free(sc.nout);
     gpt2c_sampler_free(smp);

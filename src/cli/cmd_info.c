@@ -61,6 +61,10 @@ static int info_safetensors(const char *path) {
     gpt2c_st_file *f = NULL;
     if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("info");
     int n = gpt2c_st_count(f);
+    if (n == 0) {
+        gpt2c_st_close(f);
+        return cli_error("info", "%s: a safetensors file with no tensors (empty header): nothing to inspect", path);
+    }
     printf("file:       %s\n", path);
     printf("format:     safetensors, %d tensors, header %zu bytes\n", n, gpt2c_st_header_bytes(f));
     int count[GPT2C_DT_BOOL + 1] = {0};

@@ -1,20 +1,23 @@
 /* gpt2c train: the training loop with a live progress line, JSONL log,
  * periodic validation, atomic checkpoints and exact resume. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
-#include "gpt2c/quant_model.h"
+#include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
@@ -31,6 +34,9 @@ typedef struct {
     int shuffle;
     float last_val;
     gpt2c_profile_session *prof; /* --profile-out */
+    int rank, nranks;            /* data parallel: only rank 0 prints, logs and saves */
+    gpt2c_dist *dist;            /* NULL: one process (or built without MPI) */
+    int shared_failure;          /* every rank knows the run failed (no abort needed) */
 } train_ui;
 
 static void prof_step_begin(gpt2c_model *m, int step, void *user) {
@@ -49,6 +55,7 @@ static void prof_step_end(gpt2c_model *m, int step, void *user) {
 
 static void on_event(const gpt2c_train_event *ev, void *user) {
     train_ui *ui = user;
+    if (ui->rank != 0) return;
     if (ev->is_eval) {
         ui->last_val = ev->val_loss;
         if (ui->log) {
@@ -82,12 +89,40 @@ static void expand_step(char *out, size_t n, const char *pattern, int step) {
     snprintf(out, n, "%.*s%d%s", (int)(at - pattern), pattern, step, at + 6);
 }
 
+static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, train_ui *ui);
+
+/* Data parallel: every rank checks the parameters agree and (ZeRO-1) sends
+ * its moments to rank 0, which writes the file; all learn whether it worked. */
 static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user) {
     train_ui *ui = user;
     if (!ui->save_path) return GPT2C_OK;
+#ifdef GPT2C_HAVE_MPI
+    if (ui->dist) {
+        gpt2c_status st = gpt2c_dist_before_save(ui->dist, m);
+        if (st != GPT2C_OK) { /* a collective outcome: every rank has the same error */
+            ui->shared_failure = 1;
+            return st;
+        }
+        if (ui->rank == 0) st = save_checkpoint(m, steps_done, train, ui);
+        gpt2c_dist_after_save(ui->dist, m);
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", st == GPT2C_OK ? "" : gpt2c_errmsg());
+        if (gpt2c_dist_agree(ui->dist, st == GPT2C_OK, NULL)) {
+            gpt2c_dist_bcast_msg(ui->dist, 0, msg, sizeof msg);
+            ui->shared_failure = 1;
+            return gpt2c_fail(GPT2C_ERR_IO, "%s", msg);
+        }
+        return GPT2C_OK;
+    }
+#endif
+    return save_checkpoint(m, steps_done, train, ui);
+}
+
+static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, train_ui *ui) {
     char path[4096];
     expand_step(path, sizeof path, ui->save_path, steps_done);
-    char step[32], epoch[32], shard[32], cursor[32], seed[32], shuffle[8];
+    char step[32], epoch[32], shard[32], cursor[32], seed[32], shuffle[8], gbatch[32];
+    snprintf(gbatch, sizeof gbatch, "%d", train->B * (train->nranks > 0 ? train->nranks : 1));
     snprintf(step, sizeof step, "%d", steps_done);
     snprintf(epoch, sizeof epoch, "%" PRIu64, train->pos.epoch);
     snprintf(shard, sizeof shard, "%d", train->pos.shard);
@@ -97,6 +132,7 @@ static gpt2c_status on_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_da
     const gpt2c_kv meta[] = {
         {"gpt2c.step", step},           {"gpt2c.data.epoch", epoch}, {"gpt2c.data.shard", shard},
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
+        {"gpt2c.data.global_batch", gbatch},
     };
     if (ui->save_dir)
         GPT2C_TRY(gpt2c_model_save_dir(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1, ui->vocab_dir));
@@ -192,19 +228,58 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, l
     return rc;
 }
 
-int cmd_train(int argc, char **argv) {
+/* The process's rank from the launcher's environment (before MPI_Init; -1:
+ * not started by a launcher): ranks other than 0 keep setup errors quiet. */
+static int launcher_rank(int *size) {
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *r = getenv(rank_vars[i]), *n = getenv(size_vars[i]);
+        if (r) {
+            *size = n ? atoi(n) : 0;
+            return atoi(r);
+        }
+    }
+    *size = 1;
+    return -1;
+}
+
+/* Everything a run holds, freed by train_free. */
+typedef struct {
+    train_ui ui;
+    gpt2c_model *m;
+    gpt2c_dataloader train, val;
+    int have_train, have_val;
+    gpt2c_train_cfg cfg;
+    gpt2c_train_dp dp;
+    const char *profile_out, *backend;
+    char profile_dir[4096];
+} train_job;
+
+static void train_free(train_job *J) {
+    if (J->ui.log) fclose(J->ui.log);
+    if (J->ui.prof) gpt2c_profile_session_free(J->ui.prof);
+    if (J->have_train) gpt2c_dataloader_close(&J->train);
+    if (J->have_val) gpt2c_dataloader_close(&J->val);
+    gpt2c_model_free(J->m);
+}
+
+/* Parses, starts MPI when launched by mpirun (or asked for --zero), loads the
+ * model and opens the data.  Returns non-zero after printing (rank 0) or
+ * capturing (other ranks) a one-line error. */
+static int train_setup(int argc, char **argv, train_job *J) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
     const char *backend = "cpu", *profile_out = NULL;
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
-    int save_every = 0, decay_all = 0, shuffle = 0;
+    int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1;
     long long seed = 1337;
     double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1, clip = 1.0, min_lr_frac = 0.0;
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
         {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
         {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size B (default 4)", 1, 1 << 20},
+        {"--batch", CLI_INT, &B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", 1, 1 << 20},
         {"--seq", CLI_INT, &T, "sequence length T (default 64)", 1, 1 << 20},
         {"--steps", CLI_INT, &steps, "total optimizer steps (default 50)", 0, 1 << 30},
         {"--lr", CLI_FLOAT, &lr, "peak learning rate (default 3e-4)", 0, 10},
@@ -228,17 +303,39 @@ int cmd_train(int argc, char **argv) {
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
-        {"--profile-out", CLI_STR, &profile_out, "profile the run: trace.json, summary.json, report.html, ... in DIR", 0, 0},
+        {"--profile-out", CLI_STR, &profile_out, "profile the run: trace.json, summary.json, report.html, ... in DIR (under mpirun: DIR/rank<r>)", 0, 0},
+        {"--zero", CLI_INT, &zero, "under mpirun: 1 = ZeRO-1, AdamW moments and update sharded over ranks (default 0)", 0, 1},
+        {"--overlap", CLI_INT, &overlap, "under mpirun: 1 = all-reduce gradients during backward, 0 = after it (default 1)", 0, 1},
     };
     int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    int launched_size = 1;
+    const int launched = launcher_rank(&launched_size) >= 0;
+#ifdef GPT2C_HAVE_MPI
+    if (launched || zero) {
+        if (gpt2c_dist_init(&J->ui.dist) != GPT2C_OK) return cli_fail_status("train");
+        J->ui.rank = gpt2c_dist_rank(J->ui.dist);
+        J->ui.nranks = gpt2c_dist_size(J->ui.dist);
+    } else {
+        J->ui.nranks = 1;
+    }
+#else
+    J->ui.nranks = 1;
+    if (zero) return cli_error("train", "--zero %d: built without MPI (configure with -DGPT2C_MPI=ON; see docs/DISTRIBUTED.md)", zero);
+    if (launched && launched_size > 1)
+        return cli_error("train", "started by an MPI launcher as one of %d processes, but built without MPI: each would "
+                         "train alone (configure with -DGPT2C_MPI=ON)", launched_size);
+    (void)overlap;
+#endif
+    train_ui *ui = &J->ui;
     if (!data) return cli_error("train", "--data is required (token shards from gpt2c tokenize)");
-    gpt2c_train_cfg cfg = {.B = B, .T = T, .steps = steps, .accum = accum, .lr = (float)lr, .warmup = warmup,
-                           .min_lr_frac = (float)min_lr_frac, .eval_every = val_data ? eval_every : 0,
-                           .eval_batches = eval_batches, .save_every = save_every,
-                           .adamw = {(float)beta1, (float)beta2, (float)eps, (float)wd, (float)clip, decay_all}};
-    if (strcmp(schedule, "constant") == 0) cfg.schedule = GPT2C_SCHED_CONSTANT;
-    else if (strcmp(schedule, "cosine") == 0) cfg.schedule = GPT2C_SCHED_COSINE;
+    J->cfg = (gpt2c_train_cfg){.B = B, .T = T, .steps = steps, .accum = accum, .lr = (float)lr, .warmup = warmup,
+                               .min_lr_frac = (float)min_lr_frac, .eval_every = val_data ? eval_every : 0,
+                               .eval_batches = eval_batches, .save_every = save_every,
+                               .adamw = {(float)beta1, (float)beta2, (float)eps, (float)wd, (float)clip, decay_all}};
+    gpt2c_train_cfg *cfg = &J->cfg;
+    if (strcmp(schedule, "constant") == 0) cfg->schedule = GPT2C_SCHED_CONSTANT;
+    else if (strcmp(schedule, "cosine") == 0) cfg->schedule = GPT2C_SCHED_COSINE;
     else return cli_error("train", "--schedule: expected constant or cosine, got '%s'", schedule);
     if (resume && ma.model) return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
     gpt2c_set_threads(threads);
@@ -250,7 +347,7 @@ int cmd_train(int argc, char **argv) {
     /* fail on an unwritable save path now, not after hours of training */
     size_t save_len = save ? strlen(save) : 0;
     int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
-    if (save) {
+    if (save && ui->rank == 0) {
         char first[4096];
         expand_step(first, sizeof first, save, 0);
         if (save_dir) { /* probe DIR/model.safetensors if DIR exists, else DIR's parent */
@@ -263,85 +360,173 @@ int cmd_train(int argc, char **argv) {
         gpt2c_atomic_abort(&probe);
     }
 
-    gpt2c_model *m = NULL;
     int loaded = 0, start_step = 0;
     gpt2c_data_pos pos = {0, 0, 0};
     if (resume) {
         model_arg ra = ma;
         ra.model = resume;
         if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
-        if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &m, &loaded))) return rc;
-    } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &m, &loaded))) {
+        if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &J->m, &loaded))) return rc;
+    } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &J->m, &loaded))) {
         return rc;
     }
-    if (m->qw) { /* quantized weights have no gradient: they are frozen bases */
-        rc = cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
-                       "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
-                       ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
-        gpt2c_model_free(m);
-        return rc;
-    }
-    train_ui ui = {.tty = isatty(2), .print_every = steps > 100 ? steps / 50 : 1, .first_step = start_step,
-                   .save_path = save, .save_dir = save_dir, .vocab_dir = model_arg_vocab_dir(&ma),
-                   .seed = (uint64_t)seed, .shuffle = shuffle};
-    gpt2c_dataloader train = {0}, val = {0};
-    int have_val = 0;
-    rc = 1;
-    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) goto fail;
-    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) goto fail;
-    if (gpt2c_dataloader_open(&train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size) != GPT2C_OK) goto fail;
-    if (resume && gpt2c_dataloader_seek(&train, pos) != GPT2C_OK) {
+    gpt2c_model *m = J->m;
+    if (m->qw) /* quantized weights have no gradient: they are frozen bases */
+        return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
+                         "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+    ui->tty = isatty(2);
+    ui->print_every = steps > 100 ? steps / 50 : 1;
+    ui->first_step = start_step;
+    ui->save_path = save;
+    ui->save_dir = save_dir;
+    ui->vocab_dir = model_arg_vocab_dir(&ma);
+    ui->seed = (uint64_t)seed;
+    ui->shuffle = shuffle;
+    J->profile_out = profile_out;
+    J->backend = backend;
+    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
+                                   ui->nranks) != GPT2C_OK)
+        return cli_fail_status("train");
+    J->have_train = 1;
+    if (resume && gpt2c_dataloader_seek(&J->train, pos) != GPT2C_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", gpt2c_errmsg());
-        gpt2c_fail(GPT2C_ERR_FORMAT, "--resume: %s: %s", resume, why);
-        goto fail;
+        return cli_error("train", "--resume: %s: %s", resume, why);
     }
     if (val_data) {
-        if (gpt2c_dataloader_open(&val, val_data, B, T, 0, 0, m->cfg.vocab_size) != GPT2C_OK) goto fail;
-        have_val = 1;
+        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, m->cfg.vocab_size, ui->rank, ui->nranks) !=
+            GPT2C_OK)
+            return cli_fail_status("train");
+        J->have_val = 1;
     }
-    if (log_path && !(ui.log = fopen(log_path, resume ? "a" : "w"))) {
-        gpt2c_fail(GPT2C_ERR_IO, "--log: %s: cannot write", log_path);
-        goto fail;
+    if (log_path && ui->rank == 0 && !(ui->log = fopen(log_path, resume ? "a" : "w")))
+        return cli_error("train", "--log: %s: cannot write", log_path);
+    if (start_step > steps)
+        return cli_error("train", "--steps: %d is fewer than the %d steps the checkpoint has done", steps, start_step);
+#ifdef GPT2C_HAVE_MPI
+    if (ui->dist) {
+        gpt2c_dist_opts o = gpt2c_dist_opts_default();
+        o.zero = zero;
+        o.overlap = overlap;
+        if (gpt2c_dist_attach(ui->dist, m, &o, &J->dp) != GPT2C_OK) return cli_fail_status("train");
+        cfg->dp = &J->dp;
     }
-    if (start_step > steps) {
-        gpt2c_fail(GPT2C_ERR_ARG, "--steps: %d is fewer than the %d steps the checkpoint has done", steps, start_step);
-        goto fail;
-    }
-    fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
-            loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
-            m->cfg.padded_vocab_size, m->num_params / 1e6);
-    fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
-            gpt2c_dataloader_total_tokens(&train), B, T, accum, steps, start_step, backend, gpt2c_get_threads());
+#endif
     if (profile_out) {
+        snprintf(J->profile_dir, sizeof J->profile_dir, "%s", profile_out);
+        if (ui->nranks > 1) { /* one profile per rank: DIR/rank<r> */
+            if (mkdir(profile_out, 0755) != 0 && errno != EEXIST)
+                return cli_error("train", "--profile-out: %s: cannot create: %s", profile_out, strerror(errno));
+            snprintf(J->profile_dir, sizeof J->profile_dir, "%s/rank%d", profile_out, ui->rank);
+        }
         gpt2c_profile_opts po = gpt2c_profile_opts_default();
         po.model_name = ma.model ? ma.model : resume ? resume : "gpt2";
         po.backend = backend;
         po.command_line = "gpt2c train";
-        if (gpt2c_profile_session_begin(&ui.prof, m, &po) != GPT2C_OK) goto fail;
-        cfg.on_step_begin = prof_step_begin;
-        cfg.on_phase = prof_phase;
-        cfg.on_step_end = prof_step_end;
+        if (gpt2c_profile_session_begin(&ui->prof, m, &po) != GPT2C_OK) return cli_fail_status("train");
+        cfg->on_step_begin = prof_step_begin;
+        cfg->on_phase = prof_phase;
+        cfg->on_step_end = prof_step_end;
     }
-    cfg.on_event = on_event;
-    cfg.on_checkpoint = save ? on_checkpoint : NULL;
-    cfg.user = &ui;
-    ui.t_start = gpt2c_now_ns();
-    if (gpt2c_train(m, &train, have_val ? &val : NULL, &cfg, start_step) != GPT2C_OK) goto fail;
-    fprintf(stderr, "gpt2c train: done in %.1f s, peak RSS %.2f GiB\n", (gpt2c_now_ns() - ui.t_start) / 1e9,
-            gpt2c_peak_rss_bytes() / 1073741824.0);
-    if (ui.prof) {
-        if (gpt2c_profile_session_end(ui.prof) != GPT2C_OK || gpt2c_profile_session_write(ui.prof, profile_out) != GPT2C_OK)
-            goto fail;
-        fprintf(stderr, "gpt2c train: profile written to %s (report.html, trace.json, summary.json)\n", profile_out);
+    if (ui->rank == 0) {
+        fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
+                loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
+                m->cfg.padded_vocab_size, m->num_params / 1e6);
+        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
+                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_get_threads());
     }
-    rc = 0;
-fail:
-    if (rc) cli_fail_status("train");
-    if (ui.log) fclose(ui.log);
-    if (ui.prof) gpt2c_profile_session_free(ui.prof);
-    gpt2c_dataloader_close(&train);
-    if (have_val) gpt2c_dataloader_close(&val);
-    gpt2c_model_free(m);
+    cfg->on_event = on_event;
+    cfg->on_checkpoint = save ? on_checkpoint : NULL;
+    cfg->user = ui;
+    J->ui.first_step = start_step;
+    return 0;
+}
+
+#ifdef GPT2C_HAVE_MPI
+/* rank 0 says who runs where and what the global batch is */
+static int print_dist(train_job *J) {
+    char hosts[2048];
+    int nhosts = 0;
+    if (gpt2c_dist_hosts(J->ui.dist, hosts, sizeof hosts, &nhosts) != GPT2C_OK) return cli_fail_status("train");
+    if (J->ui.rank != 0) return 0;
+    const gpt2c_train_cfg *c = &J->cfg;
+    fprintf(stderr, "gpt2c train: data parallel, %d processes on %d host%s: %s\n", J->ui.nranks, nhosts,
+            nhosts == 1 ? "" : "s", hosts);
+    fprintf(stderr,
+            "gpt2c train: global batch %d processes x B=%d x accum %d = %d sequences of T=%d (%d tokens per step); "
+            "AdamW moments %.1f MiB per rank%s\n",
+            J->ui.nranks, c->B, c->accum, J->ui.nranks * c->B * c->accum, c->T, J->ui.nranks * c->B * c->accum * c->T,
+            gpt2c_dist_optimizer_bytes(J->ui.dist, J->m) / 1048576.0, J->dp.update ? " (ZeRO-1 shard)" : "");
+    return 0;
+}
+#endif
+
+static int train_run(train_job *J) {
+    train_ui *ui = &J->ui;
+#ifdef GPT2C_HAVE_MPI
+    if (ui->dist && print_dist(J)) return 1;
+#endif
+    ui->t_start = gpt2c_now_ns();
+    if (gpt2c_train(J->m, &J->train, J->have_val ? &J->val : NULL, &J->cfg, ui->first_step) != GPT2C_OK) return 1;
+    if (ui->rank == 0)
+        fprintf(stderr, "gpt2c train: done in %.1f s, peak RSS %.2f GiB%s\n", (gpt2c_now_ns() - ui->t_start) / 1e9,
+                gpt2c_peak_rss_bytes() / 1073741824.0, ui->nranks > 1 ? " (rank 0)" : "");
+#ifdef GPT2C_HAVE_MPI
+    if (ui->dist && getenv("GPT2C_DIST_STATS")) { /* bench/mpi.sh: each rank's communication totals */
+        gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
+        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step, in backward %.1f ms/step, "
+                "waiting after %.1f ms/step, all-gather %.1f ms/step, peak RSS %.2f GiB\n", ui->rank, s.steps,
+                s.steps ? s.bytes / s.steps / 1048576.0 : 0, s.steps ? s.post_ms / s.steps : 0,
+                s.steps ? s.wait_ms / s.steps : 0, s.steps ? s.gather_ms / s.steps : 0,
+                gpt2c_peak_rss_bytes() / 1073741824.0);
+    }
+#endif
+    if (ui->prof) {
+        if (gpt2c_profile_session_end(ui->prof) != GPT2C_OK ||
+            gpt2c_profile_session_write(ui->prof, J->profile_dir) != GPT2C_OK)
+            return 1;
+        if (ui->rank == 0)
+            fprintf(stderr, "gpt2c train: profile written to %s%s (report.html, trace.json, summary.json)\n",
+                    J->profile_out, ui->nranks > 1 ? "/rank<r>" : "");
+    }
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    int size = 1;
+    const int lrank = launcher_rank(&size);
+    char captured[1024] = "";
+    if (lrank > 0) cli_capture_errors(captured, sizeof captured); /* rank 0 speaks for all */
+    train_job J = {0};
+    int rc = train_setup(argc, argv, &J);
+#ifdef GPT2C_HAVE_MPI
+    if (J.ui.dist) { /* every rank learns whether any failed; the first that did says why */
+        int bad = -1;
+        if (gpt2c_dist_agree(J.ui.dist, rc == 0, &bad)) {
+            if (bad == J.ui.rank && bad > 0) fprintf(stderr, "gpt2c train: rank %d: %s\n", bad, captured);
+            rc = 1;
+        }
+    }
+#endif
+    cli_capture_errors(NULL, 0);
+    if (!rc && train_run(&J)) {
+        rc = 1;
+#ifdef GPT2C_HAVE_MPI
+        if (J.ui.dist && J.ui.nranks > 1 && !J.ui.shared_failure) {
+            /* the others may be waiting for this rank in a collective: end them all */
+            fprintf(stderr, "gpt2c train: rank %d of %d: %s (stopping every rank)\n", J.ui.rank, J.ui.nranks,
+                    gpt2c_errmsg());
+            gpt2c_dist_abort(J.ui.dist, 1);
+        }
+#endif
+        if (J.ui.rank == 0) cli_fail_status("train");
+    }
+    train_free(&J);
+#ifdef GPT2C_HAVE_MPI
+    gpt2c_dist_finalize(J.ui.dist);
+#endif
     return rc;
 }

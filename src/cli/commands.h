@@ -15,6 +15,7 @@ int cmd_bpe_train(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_wse(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const command COMMANDS[] = {
     {"serve", cmd_serve, "HTTP completion server (OpenAI /v1/completions), batching requests"},
     {"bench", cmd_bench, "benchmarks: train, forward, gemm, peak, generate"},
     {"profile", cmd_profile, "profile training: per op, per layer, roofline, trace, report"},
+    {"wse", cmd_wse, "GPT-2 on a simulated wafer-scale mesh (Cerebras-like): run, sweep"},
 };
 
 static void usage(FILE *f) {

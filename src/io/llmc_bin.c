@@ -55,7 +55,12 @@ gpt2c_status gpt2c_io_load_llmc(const char *path, gpt2c_model **out) {
                           cfg.channels, cfg.padded_vocab_size, cfg.max_seq_len, bf16 ? "bf16" : "fp32",
                           (unsigned long long)want);
     gpt2c_model *m;
-    GPT2C_TRY(gpt2c_model_create(&cfg, &m));
+    gpt2c_status cst = gpt2c_model_create(&cfg, &m);
+    if (cst != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        return gpt2c_fail(cst, "%s: %s", path, why);
+    }
     FILE *f = fopen(path, "rb");
     gpt2c_status st = GPT2C_OK;
     uint16_t *buf = bf16 ? malloc(65536 * sizeof *buf) : NULL;

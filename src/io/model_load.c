@@ -235,6 +235,51 @@ static gpt2c_status load_optimizer(const gpt2c_st_set *set, const char *path, gp
     return GPT2C_OK;
 }
 
+/* Before anything is allocated: the parameters the config implies must be
+ * backed by tensor data actually present in the files (each element takes at
+ * least 2 bytes there), and the zero rows padding wte may at most double it.
+ * So a small hostile file (a huge padded vocabulary, 4096 layers named by one
+ * empty tensor) is refused at the cost of its own size. */
+static gpt2c_status check_sizes_against_files(const gpt2c_st_set *s, const gpt2c_config *cfg, const char *prefix) {
+    /* every tensor the config implies, by name first (the clearest message) */
+    static const char *const global[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
+    static const char *const per_layer[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                                            "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                                            "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+    const int nglobal = (int)(sizeof global / sizeof global[0]), nper = (int)(sizeof per_layer / sizeof per_layer[0]);
+    for (int l = -1; l < cfg->num_layers; l++)
+        for (int i = 0; i < (l < 0 ? nglobal : nper); i++) {
+            char name[256];
+            if (l < 0) snprintf(name, sizeof name, "%s%s", prefix, global[i]);
+            else snprintf(name, sizeof name, "%sh.%d.%s", prefix, l, per_layer[i]);
+            const gpt2c_st_tensor *t = gpt2c_st_set_find(s, name);
+            if (!t) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: missing tensor '%s'", s->path, name);
+            if (t->dtype != GPT2C_DT_F32 && t->dtype != GPT2C_DT_F16 && t->dtype != GPT2C_DT_BF16)
+                return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, F16 or BF16 expected)",
+                                  s->path, name, gpt2c_dtype_name(t->dtype));
+        }
+    /* then by size: the named tensors must hold the elements the config implies */
+    uint64_t have = 0;
+    for (int k = 0; k < s->n; k++)
+        for (int i = 0; i < gpt2c_st_count(s->files[k]); i++) {
+            const gpt2c_st_tensor *t = gpt2c_st_get(s->files[k], i);
+            if (t->dtype == GPT2C_DT_F32 || t->dtype == GPT2C_DT_F16 || t->dtype == GPT2C_DT_BF16)
+                have += t->nbytes / gpt2c_dtype_size(t->dtype);
+        }
+    const uint64_t pad_rows = (uint64_t)(cfg->padded_vocab_size - cfg->vocab_size);
+    if (pad_rows > (uint64_t)(cfg->vocab_size > 128 ? cfg->vocab_size : 128))
+        return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: padded vocabulary %d is absurd for a vocabulary of %d (at most %d)",
+                          s->path, cfg->padded_vocab_size, cfg->vocab_size,
+                          cfg->vocab_size + (cfg->vocab_size > 128 ? cfg->vocab_size : 128));
+    const uint64_t need = gpt2c_io_param_count(cfg) - pad_rows * (uint64_t)cfg->channels;
+    if (need > have)
+        return gpt2c_fail(GPT2C_ERR_FORMAT,
+                          "%s: %d layers of %d channels need %llu parameters but the file holds only %llu: tensors are "
+                          "missing (refused before allocating)",
+                          s->path, cfg->num_layers, cfg->channels, (unsigned long long)need, (unsigned long long)have);
+    return GPT2C_OK;
+}
+
 gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *f, const char *config_json, gpt2c_model **out) {
     *out = NULL;
     const char *path = f->path;
@@ -243,7 +288,12 @@ gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *f, const char *config_json, g
     gpt2c_model *m = NULL;
     float *tmp = NULL;
     gpt2c_status st = gpt2c_st_set_config(f, config_json, &cfg, &prefix, &heads_from);
-    if (st == GPT2C_OK) st = gpt2c_model_create(&cfg, &m);
+    if (st == GPT2C_OK) st = check_sizes_against_files(f, &cfg, prefix);
+    if (st == GPT2C_OK && (st = gpt2c_model_create(&cfg, &m)) != GPT2C_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gpt2c_errmsg());
+        gpt2c_fail(st, "%s: %s", path, why);
+    }
     if (st == GPT2C_OK && !(tmp = malloc((size_t)16 * cfg.channels * cfg.channels)))
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path); /* 4C*C floats: the largest Conv1D weight */
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {

@@ -41,6 +41,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
        (k->zero(a->dres, (size_t)N * C),
         k->layernorm_backward(a->dres, g[GPT2C_P_LNFW], g[GPT2C_P_LNFB], a->dbuf, a->residual3 + (L - 1) * sN * C,
                               p[GPT2C_P_LNFW], a->lnf_mean, a->lnf_rstd, N, C)));
+    if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, L);
 
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
@@ -71,9 +72,11 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),
            k->layernorm_backward(a->dres, g[GPT2C_P_LN1W] + l * C, g[GPT2C_P_LN1B] + l * C, a->dbuf, residual,
                                  p[GPT2C_P_LN1W] + l * C, a->ln1_mean + l * sN, a->ln1_rstd + l * sN, N, C));
+        if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, l);
     }
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_bwd(N, C),
        k->encoder_backward(g[GPT2C_P_WTE], g[GPT2C_P_WPE], a->dres, a->tokens, B, T, C));
+    if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, -1);
     m->have_targets = 0; /* the logits buffer now holds gradients */
     return k->device_check ? k->device_check() : GPT2C_OK;
 }

@@ -378,10 +378,19 @@ fail:
 
 int gpt2c_server_port(const gpt2c_server *s) { return s->port; }
 
+void gpt2c_server_pause(gpt2c_server *s, int paused) {
+    pthread_mutex_lock(&s->mu);
+    s->paused = paused != 0;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void gpt2c_server_drain(gpt2c_server *s) {
     if (!s || s->drained) return;
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
+    s->paused = 0;
+    pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->mu);
     if (s->d) {
         /* no new connections; the open ones finish their requests */

@@ -101,6 +101,7 @@ struct gpt2c_server {
     int live;      /* HTTP requests in progress (first call to on_completed) */
     int draining;  /* new completions get 503 */
     int stop;      /* the scheduler exits once nothing is left */
+    int paused;    /* gpt2c_server_pause */
     int drained;
     unsigned long long next_id;
     gpt2c_serve_stats st;

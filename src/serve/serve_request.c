@@ -138,6 +138,7 @@ int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *to
     if (!v || json_is_null(v)) BAD("prompt", "prompt: required (a string, or an array of token ids)");
     if (json_is_string(v)) {
         size_t nids = 0;
+        if (!tok) BAD("prompt", "prompt: text needs a tokenizer (send token ids)");
         if (gpt2c_tokenizer_encode(tok, json_string_value(v), json_string_length(v), 1, &out->prompt, &nids) != GPT2C_OK)
             BAD("prompt", "prompt: %s", gpt2c_errmsg());
         if (nids > (size_t)ctx) BAD("prompt", "prompt: %zu tokens do not fit the context of %d", nids, ctx);

@@ -125,8 +125,8 @@ void *srv_sched_main(void *arg) {
         }
         s->st.queue_depth = s->nqueue;
         s->st.active = active;
-        if (!active) {
-            if (s->stop) break;
+        if (!active || s->paused) {
+            if (s->stop && !active) break;
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }

@@ -121,7 +121,7 @@ static uint64_t heap_pop(uint64_t *h, size_t *n) {
 /* Long pieces: a doubly linked list of symbols and a heap of (rank, left position). */
 static int merge_large(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t *p, size_t n, int32_t *out,
                        size_t *nout) {
-    if (n > UINT32_MAX) return -1;
+    if (n > INT32_MAX) return -1; /* symbol positions are int32_t (prev/next links, heap keys) */
     if (w->cap < n) {
         int32_t *a = realloc(w->sym, n * sizeof *a), *b, *c;
         if (!a) return -1;

@@ -119,6 +119,10 @@ static gpt2c_status load_vocab_json(gpt2c_tokenizer *t, const char *path) {
     const char *key;
     json_t *val;
     json_object_foreach(root, key, val) total += strlen(key) + 1;
+    if (total >= UINT32_MAX) { /* token offsets into the blob are 32-bit */
+        st = gpt2c_fail(GPT2C_ERR_FORMAT, "%s: %zu bytes of token strings: more than 4 GiB is not a vocabulary", path, total);
+        goto done;
+    }
     t->blob = malloc(total + 1);
     if (!t->off || !t->len || !t->blob) {
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path);

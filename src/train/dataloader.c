@@ -90,9 +90,17 @@ static gpt2c_status enter_shard(gpt2c_dataloader *dl) {
 
 gpt2c_status gpt2c_dataloader_open(gpt2c_dataloader *dl, const char *pattern, int B, int T, int shuffle,
                                    uint64_t seed, int vocab_size) {
+    return gpt2c_dataloader_open_part(dl, pattern, B, T, shuffle, seed, vocab_size, 0, 1);
+}
+
+gpt2c_status gpt2c_dataloader_open_part(gpt2c_dataloader *dl, const char *pattern, int B, int T, int shuffle,
+                                        uint64_t seed, int vocab_size, int rank, int nranks) {
     memset(dl, 0, sizeof *dl);
     dl->loaded = -1;
     if (B <= 0 || T <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "data: batch and sequence length must be positive");
+    if (nranks <= 0 || rank < 0 || rank >= nranks || (int64_t)B * nranks > INT32_MAX)
+        return gpt2c_fail(GPT2C_ERR_ARG, "data: rank %d of %d processes with batch %d is not a valid split", rank,
+                          nranks, B);
     glob_t g;
     int rc = glob(pattern, 0, NULL, &g);
     if (rc != 0) {
@@ -101,6 +109,8 @@ gpt2c_status gpt2c_dataloader_open(gpt2c_dataloader *dl, const char *pattern, in
     }
     dl->B = B;
     dl->T = T;
+    dl->rank = rank;
+    dl->nranks = nranks;
     dl->shuffle = shuffle;
     dl->seed = seed;
     dl->vocab_size = vocab_size;
@@ -110,14 +120,18 @@ gpt2c_status gpt2c_dataloader_open(gpt2c_dataloader *dl, const char *pattern, in
     dl->shard_order = calloc(dl->nfiles, sizeof(int));
     gpt2c_status st = GPT2C_OK;
     if (!dl->files || !dl->file_tokens || !dl->shard_order) st = gpt2c_fail(GPT2C_ERR_NOMEM, "data: out of memory");
-    size_t maxtok = 0, need = (size_t)B * T + 1;
+    size_t maxtok = 0, need = (size_t)B * nranks * T + 1;
     for (int i = 0; st == GPT2C_OK && i < dl->nfiles; i++) {
         dl->files[i] = strdup(g.gl_pathv[i]);
         if (!dl->files[i]) st = gpt2c_fail(GPT2C_ERR_NOMEM, "data: out of memory");
         else st = probe_shard(dl->files[i], &dl->file_tokens[i]);
         if (st == GPT2C_OK && dl->file_tokens[i] < need)
-            st = gpt2c_fail(GPT2C_ERR_ARG, "%s: %zu tokens is too few for one batch of B=%d x (T=%d + 1)", dl->files[i],
-                            dl->file_tokens[i], B, T);
+            st = nranks > 1 ? gpt2c_fail(GPT2C_ERR_ARG,
+                                         "%s: %zu tokens is too few for one global batch of %d processes x B=%d x "
+                                         "(T=%d + 1): fewer processes or a smaller batch",
+                                         dl->files[i], dl->file_tokens[i], nranks, B, T)
+                            : gpt2c_fail(GPT2C_ERR_ARG, "%s: %zu tokens is too few for one batch of B=%d x (T=%d + 1)",
+                                         dl->files[i], dl->file_tokens[i], B, T);
         if (st == GPT2C_OK && dl->file_tokens[i] > maxtok) maxtok = dl->file_tokens[i];
     }
     globfree(&g);
@@ -167,24 +181,30 @@ static gpt2c_status advance_shard(gpt2c_dataloader *dl) {
     return enter_shard(dl);
 }
 
+/* Data parallel: the loader steps through global batches of nranks*B rows
+ * (the batches a single process with that batch would read) and copies only
+ * rows [rank*B, (rank+1)*B) of each. */
 gpt2c_status gpt2c_dataloader_next(gpt2c_dataloader *dl) {
     const size_t B = dl->B, T = dl->T;
+    const size_t nranks = dl->nranks > 0 ? (size_t)dl->nranks : 1, GB = B * nranks, first = (size_t)dl->rank * B;
     if (!dl->shuffle) {
-        /* llm.c: B*T+1 consecutive tokens, advance by B*T */
+        /* llm.c: GB*T+1 consecutive tokens, advance by GB*T */
         /* written so that no sum can wrap, whatever the cursor */
-        if (dl->pos.cursor > dl->ntokens || dl->ntokens - dl->pos.cursor < B * T + 1) GPT2C_TRY(advance_shard(dl));
-        const uint16_t *p = dl->tokens + dl->pos.cursor;
+        if (dl->pos.cursor > dl->ntokens || dl->ntokens - dl->pos.cursor < GB * T + 1) GPT2C_TRY(advance_shard(dl));
+        const uint16_t *p = dl->tokens + dl->pos.cursor + first * T;
         for (size_t i = 0; i < B * T; i++) {
             dl->inputs[i] = p[i];
             dl->targets[i] = p[i + 1];
         }
-        dl->pos.cursor += B * T;
+        dl->pos.cursor += GB * T;
         return GPT2C_OK;
     }
-    /* shuffled: B rows of T+1 tokens, each starting at a permuted multiple of T */
-    for (size_t b = 0; b < B; b++) {
+    /* shuffled: GB rows of T+1 tokens, each starting at a permuted multiple of T */
+    for (size_t gb = 0; gb < GB; gb++) {
         if (dl->pos.cursor >= dl->nrows) GPT2C_TRY(advance_shard(dl));
         const uint16_t *p = dl->tokens + (size_t)dl->rows[dl->pos.cursor++] * T;
+        if (gb < first || gb >= first + B) continue;
+        const size_t b = gb - first;
         for (size_t t = 0; t < T; t++) {
             dl->inputs[b * T + t] = p[t];
             dl->targets[b * T + t] = p[t + 1];

@@ -33,7 +33,8 @@ gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, 
     GPT2C_TRY(gpt2c_dataloader_reset(dl));
     if (nbatches <= 0) { /* one sequential pass: each shard gives floor((n-1)/(B*T)) batches */
         nbatches = 0;
-        for (int i = 0; i < dl->nfiles; i++) nbatches += (int)((dl->file_tokens[i] - 1) / ((size_t)dl->B * dl->T));
+        const size_t global_rows = (size_t)dl->B * (dl->nranks > 0 ? dl->nranks : 1);
+        for (int i = 0; i < dl->nfiles; i++) nbatches += (int)((dl->file_tokens[i] - 1) / (global_rows * dl->T));
     }
     double sum = 0;
     for (int i = 0; i < nbatches; i++) {
@@ -53,6 +54,12 @@ static gpt2c_status eval_event(gpt2c_model *m, gpt2c_dataloader *val, const gpt2
     gpt2c_train_event ev = {.step = step, .steps = c->steps, .is_eval = 1};
     phase(m, c, GPT2C_PHASE_EVAL);
     GPT2C_TRY(gpt2c_evaluate(m, val, c->eval_batches, &ev.val_loss, NULL));
+    if (c->dp) { /* each rank evaluated its slice of the same batches */
+        double v = ev.val_loss;
+        phase(m, c, GPT2C_PHASE_COMM);
+        GPT2C_TRY(c->dp->mean(c->dp->ctx, &v));
+        ev.val_loss = (float)v;
+    }
     if (c->on_event) c->on_event(&ev, c->user);
     return GPT2C_OK;
 }
@@ -62,7 +69,9 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
     if (c->accum <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "--accum: must be >= 1");
     GPT2C_TRY(gpt2c_model_prepare(m, c->B, c->T));
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
-    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    const gpt2c_train_dp *dp = c->dp;
+    if (!dp || !dp->update) GPT2C_TRY(gpt2c_model_alloc_optimizer(m)); /* ZeRO-1 keeps its shard of the moments */
+    const int nranks = dp ? dp->nranks : 1;
     const int do_eval = val && c->eval_every > 0;
     for (int step = start_step; step < c->steps; step++) {
         if (m->prof) m->prof->step = step;
@@ -80,15 +89,22 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
             phase(m, c, GPT2C_PHASE_FORWARD);
             GPT2C_TRY(gpt2c_model_forward(m, train->inputs, train->targets, c->B, c->T, &loss));
             phase(m, c, GPT2C_PHASE_BACKWARD);
-            GPT2C_TRY(gpt2c_model_backward(m, 1.0f / c->accum));
+            if (dp && dp->arm && micro == c->accum - 1) dp->arm(dp->ctx, m);
+            GPT2C_TRY(gpt2c_model_backward(m, 1.0f / ((float)c->accum * nranks)));
             loss_sum += loss;
+        }
+        double loss_mean = loss_sum / c->accum;
+        if (dp) {
+            phase(m, c, GPT2C_PHASE_COMM);
+            GPT2C_TRY(dp->reduce(dp->ctx, m, &loss_mean));
         }
         gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
         phase(m, c, GPT2C_PHASE_OPTIMIZER);
-        GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
+        if (dp && dp->update) GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, ev.lr, &ev.norm));
+        else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
         ev.ms = (gpt2c_now_ns() - t0) / 1e6;
-        ev.loss = (float)(loss_sum / c->accum);
-        ev.tok_s = (double)c->B * c->T * c->accum / (ev.ms / 1e3);
+        ev.loss = (float)loss_mean;
+        ev.tok_s = (double)c->B * c->T * c->accum * nranks / (ev.ms / 1e3);
         if (c->on_step_end) c->on_step_end(m, step, c->user);
         if (c->on_event) c->on_event(&ev, c->user);
         if (c->on_checkpoint && c->save_every > 0 && (step + 1) % c->save_every == 0 && step + 1 < c->steps)

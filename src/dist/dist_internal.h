@@ -1,0 +1,61 @@
+/* Shared by src/dist: the communicator, the bucket plan, the ZeRO-1 shard. */
+#ifndef GPT2C_DIST_INTERNAL_H
+#define GPT2C_DIST_INTERNAL_H
+
+#include <mpi.h>
+
+#include "gpt2c/dist.h"
+
+/* One all-reduce: either one slice of the gradient slab reduced in place, or
+ * several small slices packed into `pack` (copied in before, out after). */
+typedef struct dist_bucket {
+    int group;          /* the on_grads_final layer whose gradients it holds */
+    int first, count;   /* its slices: slices[first .. first+count) */
+    int packed;         /* 0: one slice reduced in place */
+    float *pack;        /* packed: the slices copied here */
+    size_t n;           /* floats reduced */
+} dist_bucket;
+
+typedef struct dist_slice {
+    size_t off, n; /* floats, into the gradient slab */
+} dist_slice;
+
+struct gpt2c_dist {
+    MPI_Comm comm;
+    int rank, size;
+    gpt2c_model *m;
+    gpt2c_dist_opts opts;
+    /* bucket plan, in posting order (final layernorm, blocks L-1..0, embeddings) */
+    dist_slice *slices;
+    int nslices;
+    dist_bucket *buckets;
+    int nbuckets;
+    float *pack_mem;
+    MPI_Request *reqs; /* one per bucket */
+    int posted;        /* buckets posted this step */
+    int armed;         /* on_grads_final is set for this step */
+    gpt2c_status hook_error; /* the hook cannot return one: reduce() does */
+    /* ZeRO-1: this rank's part [lo, hi) of the slab and its moments */
+    size_t lo, hi;
+    float *m_shard, *v_shard;
+    int *counts, *displs; /* every rank's part, for the all-gather */
+    int moments_gathered;  /* rank 0 holds full m_mem / v_mem for a save */
+    /* fault injection for the tests: GPT2C_DIST_FAIL=rank:step */
+    int fail_rank, fail_step;
+    gpt2c_dist_stats stats;
+};
+
+/* A status from an MPI error code: names the call and MPI's reason. */
+gpt2c_status dist_mpi_fail(int err, const char *call);
+#define DIST_MPI(call)                                                   \
+    do {                                                                 \
+        int err_ = (call);                                               \
+        if (err_ != MPI_SUCCESS) return dist_mpi_fail(err_, #call);      \
+    } while (0)
+
+/* ZeRO-1 (zero.c) */
+gpt2c_status dist_zero_attach(gpt2c_dist *d, gpt2c_model *m);
+gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm);
+void dist_zero_free(gpt2c_dist *d);
+
+#endif

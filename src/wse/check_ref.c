@@ -1,0 +1,93 @@
+/* The oracle: GPT-2's forward with the scalar ref kernels (src/kernels/ref),
+ * on the same parameters, for the logits of the prompt and greedy decoding. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ref/ref.h"
+#include "wse/wse_result.h"
+
+/* logits (T, Vp) of tokens (T) */
+static gpt2c_status ref_forward(const gpt2c_model *m, const int32_t *tok, int T, float *logits) {
+    const gpt2c_config *c = &m->cfg;
+    int C = c->channels, L = c->num_layers, NH = c->num_heads, Vp = c->padded_vocab_size;
+    size_t TC = (size_t)T * C;
+    float *x = malloc(TC * sizeof *x), *ln = malloc(TC * sizeof *ln), *qkv = malloc(3 * TC * sizeof *qkv),
+          *att = malloc(TC * sizeof *att), *y = malloc(TC * sizeof *y), *fc = malloc(4 * TC * sizeof *fc),
+          *fg = malloc(4 * TC * sizeof *fg), *mean = malloc((size_t)T * sizeof *mean),
+          *rstd = malloc((size_t)T * sizeof *rstd),
+          *state = malloc(ref_attention_state_floats(1, T, NH) * sizeof(float));
+    gpt2c_status st = GPT2C_OK;
+    if (!x || !ln || !qkv || !att || !y || !fc || !fg || !mean || !rstd || !state) {
+        st = gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for the ref forward");
+        goto done;
+    }
+    float *const *p = m->params.t;
+    ref_encoder_forward(x, tok, p[GPT2C_P_WTE], p[GPT2C_P_WPE], 1, T, C);
+    for (int l = 0; l < L; l++) {
+        size_t lc = (size_t)l * C;
+        ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN1W] + lc, p[GPT2C_P_LN1B] + lc, T, C);
+        ref_matmul_forward(qkv, ln, p[GPT2C_P_QKVW] + lc * 3 * C, p[GPT2C_P_QKVB] + 3 * lc, T, C, 3 * C);
+        ref_attention_forward(att, state, qkv, 1, T, C, NH);
+        ref_matmul_forward(y, att, p[GPT2C_P_ATTPROJW] + lc * C, p[GPT2C_P_ATTPROJB] + lc, T, C, C);
+        ref_residual_forward(x, x, y, TC);
+        ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN2W] + lc, p[GPT2C_P_LN2B] + lc, T, C);
+        ref_matmul_forward(fc, ln, p[GPT2C_P_FCW] + lc * 4 * C, p[GPT2C_P_FCB] + 4 * lc, T, C, 4 * C);
+        ref_gelu_forward(fg, fc, 4 * TC);
+        ref_matmul_forward(y, fg, p[GPT2C_P_FCPROJW] + lc * 4 * C, p[GPT2C_P_FCPROJB] + lc, T, 4 * C, C);
+        ref_residual_forward(x, x, y, TC);
+    }
+    ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LNFW], p[GPT2C_P_LNFB], T, C);
+    ref_matmul_forward(logits, ln, p[GPT2C_P_WTE], NULL, T, C, Vp);
+done:
+    free(x); free(ln); free(qkv); free(att); free(y); free(fc); free(fg); free(mean); free(rstd); free(state);
+    return st;
+}
+
+gpt2c_status gpt2c_wse_check_ref(gpt2c_wse_result *r, const gpt2c_model *model, double *max_rel_err,
+                                 int *tokens_match) {
+    *max_rel_err = -1;
+    *tokens_match = -1;
+    if (!r->g.logits) return gpt2c_fail(GPT2C_ERR_ARG, "wse: no values to check in --values none");
+    if (model->k && strcmp(model->k->name, "cuda") == 0)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "wse: the ref check needs host parameters");
+    int T = r->cfg.seq, Vp = model->cfg.padded_vocab_size, V = model->cfg.vocab_size, N = r->cfg.decode;
+    int Tmax = T + (N > 0 ? N - 1 : 0);
+    float *lg = malloc((size_t)Tmax * Vp * sizeof *lg);
+    if (!lg) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for the ref logits");
+    gpt2c_status st = ref_forward(model, r->prompt, T, lg);
+    if (!st) {
+        double num = 0, den = 0;
+        for (int t = 0; t < T; t++)
+            for (int v = 0; v < V; v++) {
+                double a = r->g.logits[(size_t)t * Vp + v], b = lg[(size_t)t * Vp + v];
+                if (fabs(a - b) > num) num = fabs(a - b);
+                if (fabs(b) > den) den = fabs(b);
+            }
+        *max_rel_err = den > 0 ? num / den : num;
+        r->max_rel_err = *max_rel_err;
+    }
+    if (!st && N > 0) {
+        /* greedy decode with the ref forward on the growing sequence */
+        int32_t *seq = malloc((size_t)(T + N) * sizeof *seq);
+        if (!seq) st = gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
+        else {
+            memcpy(seq, r->prompt, (size_t)T * sizeof *seq);
+            int match = 1;
+            for (int d = 0; d < N && !st; d++) {
+                int len = T + d;
+                if (d > 0) st = ref_forward(model, seq, len, lg);
+                if (st) break;
+                const float *row = lg + (size_t)(len - 1) * Vp;
+                int best = 0;
+                for (int v = 1; v < V; v++) if (row[v] > row[best]) best = v;
+                seq[len] = best;
+                if (best != r->tokens[d]) match = 0;
+            }
+            if (!st) *tokens_match = r->tokens_match = match;
+            free(seq);
+        }
+    }
+    free(lg);
+    return st;
+}
