@@ -103,13 +103,13 @@ static void f_rln(float *res, float *o, float *m, float *r, const float *a, cons
     D(res), D(o), D(m), D(r), D(a), D(b), D(w), D(bias);
     ref_residual_layernorm_forward(res, o, m, r, a, b, w, bias, N, C);
 }
-static void f_mm_f(float *o, const float *x, const float *w, const float *b, int N, int IC, int OC) {
-    D(o), D(x), D(w), D(b);
+static void f_mm_f(float *o, const float *x, const gpt2c_tensor *w, const float *b, int N, int IC, int OC) {
+    D(o), D(x), D(w->data), D(b);
     ref_matmul_forward(o, x, w, b, N, IC, OC);
 }
-static void f_mm_b(float *dx, float *dw, float *db, const float *d, const float *x, const float *w, int N, int IC,
-                   int OC) {
-    D(dx), D(dw), D(db), D(d), D(x), D(w);
+static void f_mm_b(float *dx, float *dw, float *db, const float *d, const float *x, const gpt2c_tensor *w, int N,
+                   int IC, int OC) {
+    D(dx), D(dw), D(db), D(d), D(x), D(w->data);
     ref_matmul_backward(dx, dw, db, d, x, w, N, IC, OC);
 }
 static void f_att_f(float *o, float *s, const float *qkv, int B, int T, int C, int NH) {

@@ -48,12 +48,13 @@ static void test_matmul(int N, int IC, int OC, int use_bias) {
     float *dinp_r = malloc(4 * ni), *dinp[2] = {malloc(4 * ni), malloc(4 * ni)};
     float *dw_r = dup(dw0, nw), *dw[2] = {dup(dw0, nw), dup(dw0, nw)};
     float *db_r = dup(db0, OC), *db[2] = {dup(db0, OC), dup(db0, OC)};
-    REF->matmul_forward(out_r, inp, w, bias, N, IC, OC);
-    REF->matmul_backward(dinp_r, dw_r, use_bias ? db_r : NULL, dout, inp, w, N, IC, OC);
+    const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC);
+    REF->matmul_forward(out_r, inp, &W, bias, N, IC, OC);
+    REF->matmul_backward(dinp_r, dw_r, use_bias ? db_r : NULL, dout, inp, &W, N, IC, OC);
     for (int t = 0; t < 2; t++) {
         gpt2c_set_threads(t + 1);
-        CPU->matmul_forward(out[t], inp, w, bias, N, IC, OC);
-        CPU->matmul_backward(dinp[t], dw[t], use_bias ? db[t] : NULL, dout, inp, w, N, IC, OC);
+        CPU->matmul_forward(out[t], inp, &W, bias, N, IC, OC);
+        CPU->matmul_backward(dinp[t], dw[t], use_bias ? db[t] : NULL, dout, inp, &W, N, IC, OC);
     }
     snprintf(what, sizeof what, "matmul fwd N=%d IC=%d OC=%d bias=%d", N, IC, OC, use_bias);
     check(what, out[0], out[1], out_r, no, gemm_tol(IC));
@@ -65,9 +66,16 @@ static void test_matmul(int N, int IC, int OC, int use_bias) {
     check(what, db[0], db[1], db_r, OC, gemm_tol(N));
     /* dinp == NULL is skipped, dw still accumulates */
     float *dw2 = dup(dw0, nw);
-    CPU->matmul_backward(NULL, dw2, NULL, dout, inp, w, N, IC, OC);
+    CPU->matmul_backward(NULL, dw2, NULL, dout, inp, &W, N, IC, OC);
     if (g_bitwise) CHECK_MSG(memcmp(dw2, dw[0], 4 * nw) == 0, "[%s] matmul dinp=NULL changes dw", g_isa);
     free(dw2);
+    /* dw == NULL (a frozen weight): dinp as before, nothing else written */
+    float *dinp2 = malloc(4 * ni);
+    CPU->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC);
+    if (g_bitwise) CHECK_MSG(memcmp(dinp2, dinp[0], 4 * ni) == 0, "[%s] matmul dw=NULL changes dinp", g_isa);
+    REF->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC);
+    CHECK_MSG(memcmp(dinp2, dinp_r, 4 * ni) == 0, "ref matmul dw=NULL changes dinp");
+    free(dinp2);
     free(inp), free(w), free(bias), free(dout), free(dw0), free(db0), free(out_r), free(dinp_r), free(dw_r), free(db_r);
     for (int t = 0; t < 2; t++) free(out[t]), free(dinp[t]), free(dw[t]), free(db[t]);
 }

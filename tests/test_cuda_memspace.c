@@ -122,7 +122,7 @@ int main(void) {
     CHECK(lg && memcmp(lg, gpt2c_model_logits(a), sizeof(float) * B * T * a->cfg.padded_vocab_size) == 0);
 
     /* host writes through the mirror reach the device */
-    hb[a->info[GPT2C_P_LNFB].offset] = 0.5f;
+    hb[a->info[GPT2C_P_LNFB].byte_offset / sizeof(float)] = 0.5f;
     CHECK_OK(gpt2c_model_params_upload(b));
     CHECK(b->params.t[GPT2C_P_LNFB][0] == 0.5f); /* fake device memory is host-readable */
     b->params.t[GPT2C_P_LNFB][0] = a->params.t[GPT2C_P_LNFB][0];

@@ -126,27 +126,28 @@ static void test_matmul(int N, int IC, int OC, const char *tag) {
     float *out = rnd((size_t)N * OC, 0, 1);
     float *dx = up(x, (size_t)N * IC * 4), *dw = up(w, (size_t)OC * IC * 4), *dbias = up(bias, (OC + 1) * 4);
     float *dout = up(NULL, (size_t)N * OC * 4);
-    R->matmul_forward(out, x, w, bias, N, IC, OC);
-    K->matmul_forward(dout, dx, dw, dbias, N, IC, OC);
+    const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC), DW = gpt2c_tensor_f32(dw, OC, IC);
+    R->matmul_forward(out, x, &W, bias, N, IC, OC);
+    K->matmul_forward(dout, dx, &DW, dbias, N, IC, OC);
     cmp("matmul_forward bias", tag, dout, out, (size_t)N * OC, 1e-5);
-    R->matmul_forward(out, x, w, NULL, N, IC, OC);
-    K->matmul_forward(dout, dx, dw, NULL, N, IC, OC);
+    R->matmul_forward(out, x, &W, NULL, N, IC, OC);
+    K->matmul_forward(dout, dx, &DW, NULL, N, IC, OC);
     cmp("matmul_forward nobias", tag, dout, out, (size_t)N * OC, 1e-5);
-    R->matmul_forward(out, x, w, bias + 1, N, IC, OC); /* a bias only 4-byte aligned */
-    K->matmul_forward(dout, dx, dw, dbias + 1, N, IC, OC);
+    R->matmul_forward(out, x, &W, bias + 1, N, IC, OC); /* a bias only 4-byte aligned */
+    K->matmul_forward(dout, dx, &DW, dbias + 1, N, IC, OC);
     cmp("matmul_forward unaligned bias", tag, dout, out, (size_t)N * OC, 1e-5);
     /* backward: dinp overwritten, dw and dbias accumulate */
     float *g = rnd((size_t)N * OC, 0, 1), *gx = rnd((size_t)N * IC, 0, 1), *gw = rnd((size_t)OC * IC, 0, 1),
           *gb = rnd(OC, 0, 1);
     float *dg = up(g, (size_t)N * OC * 4), *dgx = up(gx, (size_t)N * IC * 4), *dgw = up(gw, (size_t)OC * IC * 4),
           *dgb = up(gb, OC * 4);
-    R->matmul_backward(gx, gw, gb, g, x, w, N, IC, OC);
-    K->matmul_backward(dgx, dgw, dgb, dg, dx, dw, N, IC, OC);
+    R->matmul_backward(gx, gw, gb, g, x, &W, N, IC, OC);
+    K->matmul_backward(dgx, dgw, dgb, dg, dx, &DW, N, IC, OC);
     cmp("matmul_backward dinp", tag, dgx, gx, (size_t)N * IC, 1e-5);
     cmp("matmul_backward dw", tag, dgw, gw, (size_t)OC * IC, 1e-5);
     cmp("matmul_backward dbias", tag, dgb, gb, OC, 1e-5);
-    R->matmul_backward(NULL, gw, NULL, g, x, w, N, IC, OC); /* the LM head's call: no dinp... */
-    K->matmul_backward(NULL, dgw, NULL, dg, dx, dw, N, IC, OC);
+    R->matmul_backward(NULL, gw, NULL, g, x, &W, N, IC, OC); /* the LM head's call: no dinp... */
+    K->matmul_backward(NULL, dgw, NULL, dg, dx, &DW, N, IC, OC);
     cmp("matmul_backward dw (no dinp, no dbias)", tag, dgw, gw, (size_t)OC * IC, 1e-5);
     void *ptrs[] = {dx, dw, dbias, dout, dg, dgx, dgw, dgb};
     for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) K->dev_free(ptrs[i]);
@@ -336,8 +337,9 @@ static void test_tf32(void) {
     float *out = malloc((size_t)N * OC * 4);
     float *dx = up(x, (size_t)N * IC * 4), *dw = up(w, (size_t)OC * IC * 4), *db = up(bias, OC * 4);
     float *dout = up(NULL, (size_t)N * OC * 4);
-    R->matmul_forward(out, x, w, bias, N, IC, OC);
-    K->matmul_forward(dout, dx, dw, db, N, IC, OC);
+    const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC), DW = gpt2c_tensor_f32(dw, OC, IC);
+    R->matmul_forward(out, x, &W, bias, N, IC, OC);
+    K->matmul_forward(dout, dx, &DW, db, N, IC, OC);
     cmp("matmul_forward tf32", "(N=67 IC=200 OC=130)", dout, out, (size_t)N * OC, 5e-3);
     cuda_set_matmul_tf32(0);
     K->dev_free(dx), K->dev_free(dw), K->dev_free(db), K->dev_free(dout);

@@ -114,12 +114,13 @@ static void check_matmul_kernels(void) {
         for (int i = 0; i < N * IC; i++) x[i] = gpt2c_rng_normal(&r);
         for (int i = 0; i < OC * IC; i++) w[i] = 0.05f * gpt2c_rng_normal(&r);
         for (int i = 0; i < OC; i++) b[i] = gpt2c_rng_normal(&r);
+        const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC);
         for (int act = 0; act < 2; act++) {
-            ref->matmul_infer_range(o1, x, w, act ? b : NULL, N, IC, OC, act, 0, OC);
+            ref->matmul_infer_range(o1, x, &W, act ? b : NULL, N, IC, OC, act, 0, OC);
             /* in two ranges, the cut not on a tile boundary */
             const int cut = OC / 3 + 1;
-            cpu->matmul_infer_range(o2, x, w, act ? b : NULL, N, IC, OC, act, 0, cut);
-            cpu->matmul_infer_range(o2, x, w, act ? b : NULL, N, IC, OC, act, cut, OC);
+            cpu->matmul_infer_range(o2, x, &W, act ? b : NULL, N, IC, OC, act, 0, cut);
+            cpu->matmul_infer_range(o2, x, &W, act ? b : NULL, N, IC, OC, act, cut, OC);
             double e = tu_max_rel_err(o2, o1, (size_t)N * OC, 1e-3);
             CHECK_MSG(e < 1e-5, "matmul_infer N=%d IC=%d OC=%d act=%d: rel err %.3g", N, IC, OC, act, e);
         }

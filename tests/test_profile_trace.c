@@ -1,6 +1,9 @@
 /* A profiling session on a tiny model: aggregates are consistent, the trace is
- * valid Chrome trace JSON with properly nested events per thread, and
- * summary.json carries forward / backward / optimizer figures. */
+ * valid Chrome trace JSON with properly nested events per thread, every op
+ * sits in its layer type's group span ("attention", "ffn", "norm" inside a
+ * "block N" span in forward and backward; "optimizer", "head", ... outside),
+ * on the main track and on each thread track, and summary.json carries
+ * forward / backward / optimizer figures. */
 #include <stdint.h>
 #include <unistd.h>
 
@@ -10,6 +13,74 @@
 #include "testutil.h"
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
+#endif
+
+#ifdef GPT2C_HAVE_JANSSON
+static const char *str_of(json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+static double num_of(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+static json_int_t int_of(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+
+/* Is b's interval inside a's (same track)? */
+static int inside(json_t *a, json_t *b) {
+    const double eps = 0.0015; /* rounding to 1 ns in microseconds */
+    return int_of(a, "tid") == int_of(b, "tid") && num_of(a, "ts") <= num_of(b, "ts") + eps &&
+           num_of(b, "ts") + num_of(b, "dur") <= num_of(a, "ts") + num_of(a, "dur") + eps;
+}
+
+/* The smallest event of category cat named name that encloses e on its track, or NULL. */
+static json_t *enclosing(json_t *evs, json_t *e, const char *cat, const char *name) {
+    json_t *best = NULL;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *a = json_array_get(evs, i);
+        const char *c = str_of(a, "cat");
+        if (a == e || !c || strcmp(c, cat) || strcmp(str_of(a, "name"), name) || !inside(a, e)) continue;
+        if (!best || num_of(a, "dur") < num_of(best, "dur")) best = a;
+    }
+    return best;
+}
+
+/* Every op (main track) and per-thread op is inside a group of its layer type,
+ * itself inside "block L" for the ops of block L; blocks hold attention, ffn
+ * and norm groups in forward and in backward, on every track that has ops. */
+static void check_structure(json_t *evs) {
+    size_t ops = 0, misplaced = 0;
+    int groups[8][2][3] = {{{0}}}; /* [tid][forward, backward][attention, ffn, norm] */
+    int tracks = 0, optimizer_groups = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *e = json_array_get(evs, i);
+        const char *cat = str_of(e, "cat");
+        if (!cat || (strcmp(cat, "op") && strcmp(cat, "thread"))) continue;
+        json_t *args = json_object_get(e, "args");
+        const char *lt = str_of(args, "layer_type"), *phase = str_of(args, "phase");
+        json_int_t layer = int_of(args, "layer"), tid = int_of(e, "tid");
+        ops++;
+        json_t *g = lt ? enclosing(evs, e, "group", lt) : NULL;
+        int ok = g != NULL;
+        if (ok && layer >= 0) {
+            char block[32];
+            snprintf(block, sizeof block, "block %d", (int)layer);
+            json_t *bl = enclosing(evs, g, "layer", block);
+            ok = bl != NULL && inside(bl, e);
+        }
+        if (!ok) {
+            if (misplaced++ < 5) printf("  op %s (layer %d, %s, tid %d) is not in its group/block span\n", str_of(e, "name"), (int)layer, lt ? lt : "?", (int)tid);
+            continue;
+        }
+        if (tid < 8 && tid + 1 > tracks) tracks = (int)tid + 1;
+        int ph = phase && !strcmp(phase, "forward") ? 0 : phase && !strcmp(phase, "backward") ? 1 : -1;
+        int k = !strcmp(lt, "attention") ? 0 : !strcmp(lt, "ffn") ? 1 : !strcmp(lt, "norm") ? 2 : -1;
+        if (ph >= 0 && k >= 0 && tid < 8) groups[tid][ph][k]++;
+        optimizer_groups += !strcmp(lt, "optimizer");
+    }
+    CHECK_MSG(ops > 0 && misplaced == 0, "%zu of %zu ops outside their group / block span", misplaced, ops);
+    for (int tid = 1; tid < tracks; tid++)
+        for (int ph = 0; ph < 2; ph++)
+            for (int k = 0; k < 3; k++)
+                CHECK_MSG(groups[tid][ph][k] > 0, "track %d: no %s ops in a %s group", tid, ph ? "backward" : "forward",
+                          k == 0 ? "attention" : k == 1 ? "ffn" : "norm");
+    CHECK(optimizer_groups > 0);
+    printf("  trace structure: %zu ops in their group and block spans on %d track(s)\n", ops, tracks - 1);
+}
 #endif
 
 static gpt2c_status step(gpt2c_model *m, gpt2c_profile_session *s, int i, const int32_t *tok, const int32_t *tgt) {
@@ -101,6 +172,7 @@ int main(void) {
     }
     CHECK(nx > 20 && nested_ok);
     CHECK(cats[0] >= 1 && cats[1] >= 3 && cats[2] >= 2 && cats[3] >= 10);
+    if (evs) check_structure(evs);
     json_decref(root);
 
     snprintf(path, sizeof path, "%s/summary.json", dir);

@@ -81,4 +81,9 @@ static inline gpt2c_tensor gpt2c_tensor_f32(float *data, int64_t rows, int64_t c
     return t;
 }
 
+/* Decodes row r of t into dst (t->cols floats), whatever its format (block
+ * formats through gpt2c_quant_unpack_row).  Returns 0, or -1 for r out of
+ * range or an unknown format. */
+int gpt2c_tensor_row_f32(const gpt2c_tensor *t, int64_t r, float *dst);
+
 #endif

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/format.h"
 #include "gpt2c/profile.h"
 
 typedef struct gpt2c_config {
@@ -52,7 +53,8 @@ typedef struct gpt2c_param_info {
     int rows, cols;      /* one layer's slice: (rows, cols) as stored here, (out, in) for weights */
     int hf_transposed;   /* HF Conv1D stores (in, out): transpose on load / save */
     int decay;           /* AdamW weight decay applies (2-D weights) */
-    size_t offset;       /* in floats, from the slab start; 64-byte aligned */
+    gpt2c_format fmt;    /* format in the parameter slab (f32 today: the master weights) */
+    size_t byte_offset;  /* in bytes, from the slab start; 64-byte aligned */
     size_t numel;        /* all layers */
 } gpt2c_param_info;
 
@@ -162,5 +164,8 @@ gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m);
 void gpt2c_param_hf_name(const gpt2c_param_info *pi, int layer, char *buf, size_t n);
 /* Pointer to one layer's slice of tensor id in a slab (params, grads, m, v). */
 float *gpt2c_param_slice(const gpt2c_model *m, float *slab, int id, int layer);
+/* Typed view (format, rows, cols) of one layer's slice of tensor id in a slab:
+ * what the op table's matmuls take as their weight. */
+gpt2c_tensor gpt2c_param_view(const gpt2c_model *m, float *slab, int id, int layer);
 
 #endif

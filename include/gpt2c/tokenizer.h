@@ -56,13 +56,24 @@ gpt2c_status gpt2c_tokenizer_encode_parallel(const gpt2c_tokenizer *tok, const c
  * is split into sections at every "\n\n" (Python's str.split), and each section
  * becomes EOT followed by encode_ordinary(section + "\n\n"), the last section
  * without the "\n\n". Needs a vocabulary with "<|endoftext|>". nthreads as above.
- * *ndocs (may be NULL) receives the number of sections.
- * A long text may be fed in parts, each cut right after a "\n\n": pass
- * more_follows = 1 for every part but the last, so that a part's trailing
- * "\n\n" does not open an empty section; the ids then concatenate to those
- * of the whole text. */
-gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *tok, const char *bytes, size_t n, int more_follows,
+ * *ndocs (may be NULL) receives the number of sections begun in this part.
+ * A long text may be fed in parts cut where gpt2c_tokenizer_docs_cut says:
+ * flags has GPT2C_DOCS_MORE_FOLLOWS for every part but the last (so that a
+ * part's trailing "\n\n" does not open an empty section), and
+ * GPT2C_DOCS_CONTINUES for a part whose start is inside a section (no EOT
+ * before it); the ids then concatenate to those of the whole text. */
+#define GPT2C_DOCS_MORE_FOLLOWS 1
+#define GPT2C_DOCS_CONTINUES 2
+gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *tok, const char *bytes, size_t n, int flags,
                                          int nthreads, int32_t **ids, size_t *nids, size_t *ndocs);
+
+/* Where to cut the first n bytes of a text (read from the start of a part)
+ * so that its parts encode as the whole: the end of the last "\n\n" found
+ * scanning forward as str.split does (*inside_section = 0), else the last
+ * position after a '\n' that is followed by a non-space character
+ * (*inside_section = 1: the next part continues the section).  0 when
+ * neither exists in (0, n): read more before cutting. */
+size_t gpt2c_tokenizer_docs_cut(const char *bytes, size_t n, int *inside_section);
 
 /* Decodes ids to bytes (*bytes malloc'd and NUL-terminated; the NUL is not
  * counted in *nbytes). An id outside [0, vocab_size) is a GPT2C_ERR_RANGE. */

@@ -12,6 +12,7 @@
 #include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
+#include "kernels/kernels.h"
 
 #define CMD "profile"
 
@@ -111,10 +112,6 @@ static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, dou
     return st;
 }
 
-static int known_backend(const char *b) {
-    return !strcmp(b, "ref") || !strcmp(b, "cpu") || !strcmp(b, "blas") || !strcmp(b, "cuda");
-}
-
 int cmd_profile(int argc, char **argv) {
     const char *out = NULL, *backends = "cpu";
     model_arg ma = {0};
@@ -148,8 +145,9 @@ int cmd_profile(int argc, char **argv) {
     const char *bk[16];
     int nb = 0;
     for (char *tok = strtok(blist, ","); tok; tok = strtok(NULL, ",")) {
-        if (!known_backend(tok)) {
-            fprintf(stderr, "gpt2c %s: --backend: unknown backend '%s' (expected ref, cpu, blas or cuda)\n", CMD, tok);
+        if (!gpt2c_kernels_known(tok)) {
+            fprintf(stderr, "gpt2c %s: --backend: unknown backend '%s' (available: %s)\n", CMD, tok,
+                    gpt2c_kernels_available());
             return 2;
         }
         if (nb < 16) bk[nb++] = tok;

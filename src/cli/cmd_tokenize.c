@@ -4,7 +4,13 @@
  * Documents are split as llm.c's dev/data/tinyshakespeare.py does: each file
  * is cut at every "\n\n"; each section is EOT + encode(section + "\n\n") (the
  * file's last section without "\n\n"). The first --val-tokens tokens (or
- * --val-frac of them) are the validation split, the rest the training split. */
+ * --val-frac of them) are the validation split, the rest the training split.
+ *
+ * Streaming: files are read and encoded in parts of 16 MB and every shard is
+ * written as it fills, so memory stays bounded whatever the input size (for
+ * --val-frac the tokens are spooled to a temporary file in --out first: the
+ * split point needs their count).  The shards are byte for byte those of
+ * encoding everything at once. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +27,7 @@
 #include "gpt2c/shard.h"
 #include "gpt2c/tokenizer.h"
 
-#define BLOCK_BYTES ((size_t)16 << 20) /* progress granularity */
+#define PART_BYTES ((size_t)16 << 20) /* text encoded at once (and progress granularity) */
 
 typedef struct {
     int tty;
@@ -53,60 +59,6 @@ static void progress_show(progress *p) {
     }
 }
 
-typedef struct {
-    uint16_t *v;
-    size_t n, cap;
-} u16vec;
-
-static int append_ids(u16vec *o, const int32_t *ids, size_t n) {
-    if (o->n + n > o->cap) {
-        size_t c = o->cap ? o->cap : (1 << 20);
-        while (c < o->n + n) c *= 2;
-        uint16_t *p = realloc(o->v, c * sizeof *p);
-        if (!p) return -1;
-        o->v = p;
-        o->cap = c;
-    }
-    for (size_t i = 0; i < n; i++) o->v[o->n + i] = (uint16_t)ids[i];
-    o->n += n;
-    return 0;
-}
-
-/* Encodes one file in blocks cut after "\n\n", appending to *out. */
-static int tokenize_file(const char *path, const gpt2c_tokenizer *tok, int threads, u16vec *out, size_t *docs,
-                         progress *pr) {
-    void *data;
-    size_t size;
-    if (gpt2c_read_file(path, &data, &size) != GPT2C_OK) return cli_fail_status("tokenize");
-    const char *s = data;
-    size_t a = 0;
-    do {
-        size_t b = size;
-        if (size - a > BLOCK_BYTES) {
-            const char *sep = memmem(s + a + BLOCK_BYTES, size - a - BLOCK_BYTES, "\n\n", 2);
-            if (sep) b = (size_t)(sep - s) + 2;
-        }
-        int32_t *ids;
-        size_t nids, nd;
-        if (gpt2c_tokenizer_encode_docs(tok, s + a, b - a, b < size, threads, &ids, &nids, &nd) != GPT2C_OK) {
-            free(data);
-            return cli_error("tokenize", "%s: %s", path, gpt2c_errmsg());
-        }
-        int bad = append_ids(out, ids, nids);
-        free(ids);
-        if (bad) {
-            free(data);
-            return cli_error("tokenize", "%s: out of memory", path);
-        }
-        *docs += nd;
-        pr->done += b - a;
-        progress_show(pr);
-        a = b;
-    } while (a < size);
-    free(data);
-    return 0;
-}
-
 static char *shard_path(const char *out, const char *name, const char *split, int k) {
     size_t n = strlen(out) + strlen(name) + 32;
     char *p = malloc(n);
@@ -114,33 +66,157 @@ static char *shard_path(const char *out, const char *name, const char *split, in
     return p;
 }
 
-/* Stages tokens [a, b) as shards of at most per tokens, each written (atomically)
- * to "<shard>.tmp.<pid>"; the caller renames them all into place once every
- * one is written, so a failure leaves the output folder as it was.  Records the
- * staged paths (*written, shard names + ".tmp.<pid>"). */
-static int write_split(const char *out, const char *name, const char *split, const uint16_t *tok, size_t a, size_t b,
-                       size_t per, char ***written, int *nwritten, int *nshards) {
-    int k = 0;
-    for (size_t i = a; i < b; i += per, k++) {
-        size_t n = b - i < per ? b - i : per;
-        char *p = shard_path(out, name, split, k), *staged = p ? malloc(strlen(p) + 32) : NULL;
-        char **w = realloc(*written, (size_t)(*nwritten + 1) * sizeof *w);
-        if (w) *written = w;
-        if (!p || !staged || !w) {
-            free(p);
-            free(staged);
-            return cli_error("tokenize", "%s: out of memory", out);
-        }
-        sprintf(staged, "%s.tmp.%ld", p, (long)getpid());
+/* Where the tokens go, as they come: the first nval to val shards, the rest to
+ * train shards, each shard closed when it holds `per` tokens or its split
+ * ends, staged as "<shard>.tmp.<pid>" (publish_shards renames them all into
+ * place at the end, so a failure leaves the output folder as it was).  With
+ * spool set, tokens go to a temporary file instead (--val-frac: the split is
+ * known once every token is). */
+typedef struct {
+    const char *out, *name;
+    size_t per, nval, total;
+    FILE *spool;
+    gpt2c_shard_writer w;
+    int open, split, k[2];
+    char **written; /* staged shards completed */
+    int nwritten;
+} token_sink;
+
+static int sink_close(token_sink *k) {
+    if (!k->open) return 0;
+    k->open = 0;
+    char *p = strdup(k->w.a.path);
+    char **w = realloc(k->written, (size_t)(k->nwritten + 1) * sizeof *w);
+    if (!p || !w) {
         free(p);
-        if (gpt2c_shard_write(staged, tok + i, n) != GPT2C_OK) {
-            free(staged);
+        if (w) k->written = w;
+        gpt2c_shard_writer_abort(&k->w);
+        return cli_error("tokenize", "%s: out of memory", k->out);
+    }
+    k->written = w;
+    if (gpt2c_shard_writer_close(&k->w) != GPT2C_OK) {
+        free(p);
+        return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
+    }
+    k->written[k->nwritten++] = p;
+    return 0;
+}
+
+static int sink_put16(token_sink *k, const uint16_t *t, size_t n) {
+    if (k->spool) {
+        if (fwrite(t, sizeof *t, n, k->spool) != n) return cli_error("tokenize", "%s: cannot write the token spool", k->out);
+        k->total += n;
+        return 0;
+    }
+    while (n > 0) {
+        int split = k->total < k->nval ? 0 : 1;
+        if (!k->open) {
+            char *p = shard_path(k->out, k->name, split ? "train" : "val", k->k[split]++);
+            char staged[4200];
+            if (!p) return cli_error("tokenize", "%s: out of memory", k->out);
+            snprintf(staged, sizeof staged, "%s.tmp.%ld", p, (long)getpid());
+            free(p);
+            if (gpt2c_shard_writer_open(&k->w, staged) != GPT2C_OK)
+                return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
+            k->open = 1;
+            k->split = split;
+        }
+        size_t room = k->per - k->w.n;
+        if (split == 0 && k->nval - k->total < room) room = k->nval - k->total;
+        size_t m = n < room ? n : room;
+        if (gpt2c_shard_writer_add(&k->w, t, m) != GPT2C_OK) {
+            k->open = 0;
             return cli_error("tokenize", "%s; no shard was written (the output folder is as it was)", gpt2c_errmsg());
         }
-        (*written)[(*nwritten)++] = staged;
+        k->total += m, t += m, n -= m;
+        if ((k->w.n == k->per || (split == 0 && k->total == k->nval)) && sink_close(k)) return 1;
     }
-    *nshards += k;
     return 0;
+}
+
+static int sink_put(token_sink *k, const int32_t *ids, size_t n) {
+    uint16_t t[4096];
+    for (size_t i = 0; i < n;) {
+        size_t m = n - i < 4096 ? n - i : 4096;
+        for (size_t j = 0; j < m; j++) t[j] = (uint16_t)ids[i + j];
+        if (sink_put16(k, t, m)) return 1;
+        i += m;
+    }
+    return 0;
+}
+
+/* Encodes one file in parts of up to PART_BYTES (more only for a section
+ * with no safe cut), read as they are needed, so memory does not grow with
+ * the file; parts are cut where gpt2c_tokenizer_docs_cut says, so the ids are
+ * those of the whole file. */
+static int tokenize_file(const char *path, const gpt2c_tokenizer *tok, int threads, token_sink *sink, size_t *docs,
+                         progress *pr) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_error("tokenize", "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = PART_BYTES, len = 0;
+    const char *test_part = getenv("GPT2C_TOKENIZE_PART_BYTES"); /* tests: small parts, many cuts */
+    if (test_part && atoll(test_part) >= 16) cap = (size_t)atoll(test_part);
+    char *buf = malloc(cap);
+    int rc = buf ? 0 : cli_error("tokenize", "%s: out of memory", path), eof = 0, continues = 0;
+    while (!rc) {
+        while (!eof && len < cap) {
+            size_t r = fread(buf + len, 1, cap - len, f);
+            len += r;
+            if (r == 0) eof = 1;
+        }
+        if (ferror(f)) {
+            rc = cli_error("tokenize", "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+        int inside = 0;
+        size_t cut = eof ? len : gpt2c_tokenizer_docs_cut(buf, len, &inside);
+        if (!eof && cut == 0) { /* no safe cut in the whole buffer: read more */
+            char *b = cap <= SIZE_MAX / 2 ? realloc(buf, 2 * cap) : NULL;
+            if (!b) rc = cli_error("tokenize", "%s: out of memory", path);
+            buf = b ? b : buf;
+            cap *= 2;
+            continue;
+        }
+        int flags = (eof ? 0 : GPT2C_DOCS_MORE_FOLLOWS) | (continues ? GPT2C_DOCS_CONTINUES : 0);
+        int32_t *ids;
+        size_t nids, nd;
+        if (gpt2c_tokenizer_encode_docs(tok, buf, cut, flags, threads, &ids, &nids, &nd) != GPT2C_OK) {
+            rc = cli_error("tokenize", "%s: %s", path, gpt2c_errmsg());
+            break;
+        }
+        rc = sink_put(sink, ids, nids);
+        free(ids);
+        *docs += nd;
+        pr->done += cut;
+        progress_show(pr);
+        if (eof) break;
+        memmove(buf, buf + cut, len - cut);
+        len -= cut;
+        continues = inside;
+    }
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+/* --val-frac: the spooled tokens, now that their number is known, to the shards. */
+static int sink_replay(token_sink *k, const char *spool_path, double val_frac) {
+    FILE *f = k->spool;
+    k->spool = NULL;
+    k->nval = (size_t)(val_frac * (double)k->total);
+    size_t total = k->total;
+    k->total = 0;
+    int rc = fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0 ? cli_error("tokenize", "%s: cannot read back", spool_path) : 0;
+    uint16_t t[1 << 16];
+    size_t got = 0;
+    while (!rc && got < total) {
+        size_t want = total - got < (1 << 16) ? total - got : (1 << 16);
+        if (fread(t, sizeof *t, want, f) != want) rc = cli_error("tokenize", "%s: cannot read back", spool_path);
+        else rc = sink_put16(k, t, want);
+        got += want;
+    }
+    k->spool = f;
+    return rc;
 }
 
 /* Renames the staged shards into place.  Returns how many were renamed (all, unless the file system fails). */
@@ -236,39 +312,39 @@ int cmd_tokenize(int argc, char **argv) {
         rc = cli_check_output_names("tokenize", "--out", out, shard_output_name, nm, ins, 1);
     }
 
-    u16vec all = {0};
+    token_sink sink = {.out = out, .name = nm, .per = (size_t)shard_tokens, .nval = (size_t)val_tokens};
+    char *spool_path = NULL;
+    if (!rc && cli_given("--val-frac")) { /* the split needs the token count: spool to disk first */
+        size_t n = strlen(out) + strlen(nm) + 64;
+        if (!(spool_path = malloc(n))) rc = cli_error("tokenize", "out of memory");
+        else snprintf(spool_path, n, "%s/.%s.tokens.tmp.%ld", out, nm, (long)getpid());
+        if (!rc && !(sink.spool = fopen(spool_path, "w+b")))
+            rc = cli_error("tokenize", "%s: cannot write: %s", spool_path, strerror(errno));
+    }
     size_t docs = 0;
-    for (int i = 0; i < in.n && !rc; i++) rc = tokenize_file(in.items[i], tok, threads, &all, &docs, &pr);
+    for (int i = 0; i < in.n && !rc; i++) rc = tokenize_file(in.items[i], tok, threads, &sink, &docs, &pr);
     if (pr.tty) fputc('\n', stderr);
     double dt = now_s() - pr.t0;
-
-    size_t nval = 0;
-    if (!rc) {
-        nval = cli_given("--val-frac") ? (size_t)(val_frac * (double)all.n) : (size_t)val_tokens;
-        if (nval >= all.n)
-            rc = cli_error("tokenize", "only %zu tokens in the input: nothing left for training after %zu validation "
-                           "tokens (lower --val-tokens or --val-frac)", all.n, nval);
-    }
-    char **written = NULL;
-    int nwritten = 0, nshards = 0;
-    if (!rc) {
-        printf("tokenize: writing shards\n");
-        rc = write_split(out, nm, "val", all.v, 0, nval, (size_t)shard_tokens, &written, &nwritten, &nshards);
-        if (!rc)
-            rc = write_split(out, nm, "train", all.v, nval, all.n, (size_t)shard_tokens, &written, &nwritten, &nshards);
-        if (rc) /* nothing was published: remove the staged shards */
-            for (int i = 0; i < nwritten; i++) unlink(written[i]);
-        else if (publish_shards(written, nwritten) != nwritten)
-            rc = 1;
-    }
+    if (!rc && sink.spool) rc = sink_replay(&sink, spool_path, val_frac);
+    if (!rc && sink.total <= sink.nval)
+        rc = cli_error("tokenize", "only %zu tokens in the input: nothing left for training after %zu validation "
+                       "tokens (lower --val-tokens or --val-frac)", sink.total, sink.nval);
+    if (!rc) rc = sink_close(&sink);
+    if (sink.open) gpt2c_shard_writer_abort(&sink.w);
+    if (rc) /* nothing was published: remove the staged shards */
+        for (int i = 0; i < sink.nwritten; i++) unlink(sink.written[i]);
+    else if (publish_shards(sink.written, sink.nwritten) != sink.nwritten)
+        rc = 1;
+    if (sink.spool) fclose(sink.spool);
+    if (spool_path) unlink(spool_path);
     if (!rc)
         printf("tokenize: %d file(s), %zu documents, %zu tokens (%zu val, %zu train) in %d shards; %.1f MB in %.2f s "
                "= %.1f MB/s\n",
-               in.n, docs, all.n, nval, all.n - nval, nshards, (double)pr.total / 1e6, dt,
+               in.n, docs, sink.total, sink.nval, sink.total - sink.nval, sink.nwritten, (double)pr.total / 1e6, dt,
                dt > 0 ? (double)pr.total / 1e6 / dt : 0.0);
-    for (int i = 0; i < nwritten; i++) free(written[i]);
-    free(written);
-    free(all.v);
+    for (int i = 0; i < sink.nwritten; i++) free(sink.written[i]);
+    free(sink.written);
+    free(spool_path);
     free(nm);
     gpt2c_tokenizer_free(tok);
     return rc;

@@ -30,13 +30,14 @@ static int group_slices(const gpt2c_model *m, int g, dist_slice *out) {
     int n = 0;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         const gpt2c_param_info *pi = &m->info[id];
+        const size_t off = pi->byte_offset / sizeof(float); /* the gradient slab is fp32 */
         if (pi->per_layer) {
             if (g < 0 || g >= L) continue;
             const size_t per = pi->numel / (size_t)L;
-            out[n++] = (dist_slice){pi->offset + (size_t)g * per, per};
+            out[n++] = (dist_slice){off + (size_t)g * per, per};
         } else {
             const int final_ln = id == GPT2C_P_LNFW || id == GPT2C_P_LNFB;
-            if ((final_ln && g == L) || (!final_ln && g == -1)) out[n++] = (dist_slice){pi->offset, pi->numel};
+            if ((final_ln && g == L) || (!final_ln && g == -1)) out[n++] = (dist_slice){off, pi->numel};
         }
     }
     return n;

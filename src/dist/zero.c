@@ -74,8 +74,9 @@ gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *
     m->opt_step++;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         const gpt2c_param_info *pi = &m->info[id];
-        const size_t a = pi->offset > d->lo ? pi->offset : d->lo;
-        const size_t b = pi->offset + pi->numel < d->hi ? pi->offset + pi->numel : d->hi;
+        const size_t off = pi->byte_offset / sizeof(float); /* fp32 slabs */
+        const size_t a = off > d->lo ? off : d->lo;
+        const size_t b = off + pi->numel < d->hi ? off + pi->numel : d->hi;
         if (a >= b) continue;
         const float wd = (pi->decay || o->decay_all) ? o->weight_decay : 0.0f;
         OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)(b - a)),

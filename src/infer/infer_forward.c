@@ -63,6 +63,19 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
 
 static int nchunks(long total, int step) { return (int)((total + step - 1) / step); }
 
+/* one layer's weight as a typed view, and a range of its matmul on k, or on
+ * ref when k does not take the weight's format */
+#define W(id, l) infer_weight(m, GPT2C_P_##id, l)
+
+/* Parameter id's layer l as the inference reads it: its quantized form
+ * (gpt2c/quant_model.h) when the model has one, else the slab's view. */
+static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
+    const gpt2c_tensor *q = gpt2c_qweight(m, id, l);
+    return q ? *q : gpt2c_param_view(m, m->params_mem, id, l);
+}
+#define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
+    GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
+
 gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const int32_t *tokens, int n,
                              float *all_logits) {
     const gpt2c_model *m = s->m;
@@ -92,16 +105,6 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
     const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
-/* One matmul chunk [o0, o1): the fused dequantize-and-multiply kernel when
- * layer l's weight is quantized (gpt2c/quant_model.h), else the fp32 kernel. */
-#define MATMUL(out, in, id, w, bias, N, IC, OC, act)                                                          \
-    do {                                                                                                       \
-        const gpt2c_tensor *qt_ = gpt2c_qweight(m, id, l);                                                     \
-        if (qt_)                                                                                               \
-            gpt2c_qmatmul_range(out, in, qt_, bias, N, act, o0, o1);                                           \
-        else                                                                                                   \
-            k->matmul_infer_range(out, in, w, bias, N, IC, OC, act, o0, o1);                                   \
-    } while (0)
 #pragma omp parallel num_threads(prof ? 1 : omp_get_max_threads())
     {
         int st = 0;
@@ -127,14 +130,13 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             const float *next_w = last ? p[GPT2C_P_LNFW] : p[GPT2C_P_LN1W] + (size_t)(l + 1) * C;
             const float *next_b = last ? p[GPT2C_P_LNFB] : p[GPT2C_P_LN1B] + (size_t)(l + 1) * C;
             float *kc = s->kc + (size_t)l * s->layer_cache, *vc = s->vc + (size_t)l * s->layer_cache;
-            const float *qkvw = p[GPT2C_P_QKVW] + (size_t)l * 3 * C * C, *qkvb = p[GPT2C_P_QKVB] + (size_t)l * 3 * C;
-            const float *aw = p[GPT2C_P_ATTPROJW] + (size_t)l * C * C, *ab = p[GPT2C_P_ATTPROJB] + (size_t)l * C;
-            const float *fw = p[GPT2C_P_FCW] + (size_t)l * 4 * C * C, *fb = p[GPT2C_P_FCB] + (size_t)l * 4 * C;
-            const float *pw = p[GPT2C_P_FCPROJW] + (size_t)l * 4 * C * C, *pb = p[GPT2C_P_FCPROJB] + (size_t)l * C;
+            const gpt2c_tensor qkvw = W(QKVW, l), aw = W(ATTPROJW, l), fw = W(FCW, l), pw = W(FCPROJW, l);
+            const float *qkvb = p[GPT2C_P_QKVB] + (size_t)l * 3 * C, *ab = p[GPT2C_P_ATTPROJB] + (size_t)l * C;
+            const float *fb = p[GPT2C_P_FCB] + (size_t)l * 4 * C, *pb = p[GPT2C_P_FCPROJB] + (size_t)l * C;
 
-            STAGE(nchunks(3 * C, MM_CHUNK), GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(n, C, 3 * C), {
+            STAGE(nchunks(3 * C, MM_CHUNK), GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(n, C, 3 * C, qkvw.fmt), {
                 RANGE(o0, o1, chunk, MM_CHUNK, 3 * C);
-                MATMUL(s->qkv, s->ln, GPT2C_P_QKVW, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE);
+                MATMUL_RANGE(s->qkv, s->ln, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE, o0, o1);
             });
             /* the new keys and values into the cache, one sequence per chunk; then attention per head */
             STAGE(nb, GPT2C_OP_ATTENTION, l, ((op_cost){0, 8.0 * n * C}), {
@@ -155,9 +157,9 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                                           t0 + att_step < tend ? t0 + att_step : tend);
                 }
             });
-            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C), {
+            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C, aw.fmt), {
                 RANGE(o0, o1, chunk, MM_CHUNK, C);
-                MATMUL(s->proj, s->atty, GPT2C_P_ATTPROJW, aw, ab, n, C, C, GPT2C_ACT_NONE);
+                MATMUL_RANGE(s->proj, s->atty, aw, ab, n, C, C, GPT2C_ACT_NONE, o0, o1);
             });
             STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -166,13 +168,13 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                                               p[GPT2C_P_LN2W] + (size_t)l * C, p[GPT2C_P_LN2B] + (size_t)l * C,
                                               r1 - r0, C);
             });
-            STAGE(nchunks(4 * C, MM_CHUNK), GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(n, C, 4 * C), {
+            STAGE(nchunks(4 * C, MM_CHUNK), GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(n, C, 4 * C, fw.fmt), {
                 RANGE(o0, o1, chunk, MM_CHUNK, 4 * C);
-                MATMUL(s->fch, s->ln, GPT2C_P_FCW, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU);
+                MATMUL_RANGE(s->fch, s->ln, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU, o0, o1);
             });
-            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(n, 4 * C, C), {
+            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(n, 4 * C, C, pw.fmt), {
                 RANGE(o0, o1, chunk, MM_CHUNK, C);
-                MATMUL(s->proj, s->fch, GPT2C_P_FCPROJW, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE);
+                MATMUL_RANGE(s->proj, s->fch, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE, o0, o1);
             });
             STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -182,10 +184,10 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             });
         }
         /* s->ln holds lnf (n,C) */
-        STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp), {
+        const gpt2c_tensor wte = W(WTE, 0);
+        STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
-            const int l = 0;
-            MATMUL(lm_out, lm_in, GPT2C_P_WTE, p[GPT2C_P_WTE], NULL, lm_rows, C, Vp, GPT2C_ACT_NONE);
+            MATMUL_RANGE(lm_out, lm_in, wte, NULL, lm_rows, C, Vp, GPT2C_ACT_NONE, o0, o1);
         });
     }
     if (all_logits)
@@ -193,7 +195,6 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             memcpy(s->logits + (size_t)SEQ(b) * Vp, all_logits + ((size_t)b * Tq + Tq - 1) * Vp, sizeof(float) * Vp);
     for (int b = 0; b < nb; b++) s->pos[SEQ(b)] += Tq;
 #undef SEQ
-#undef MATMUL
     return GPT2C_OK;
 }
 

@@ -114,7 +114,7 @@ gpt2c_status gpt2c_model_save_llmc(const gpt2c_model *m, const char *path, int v
     st = gpt2c_atomic_open(&a, path);
     if (st == GPT2C_OK) st = gpt2c_atomic_write(&a, h, sizeof h);
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS && st == GPT2C_OK; id++) {
-        const float *src = P + m->info[id].offset;
+        const float *src = gpt2c_param_slice(m, (float *)P, id, 0);
         size_t n = m->info[id].numel;
         if (version == 3) {
             st = gpt2c_atomic_write(&a, src, n * sizeof(float));

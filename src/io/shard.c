@@ -55,3 +55,37 @@ gpt2c_status gpt2c_shard_write(const char *path, const uint16_t *tokens, size_t 
     GPT2C_TRY(gpt2c_atomic_write(&a, tokens, n * sizeof(uint16_t)));
     return gpt2c_atomic_commit(&a);
 }
+
+gpt2c_status gpt2c_shard_writer_open(gpt2c_shard_writer *w, const char *path) {
+    int32_t hdr[GPT2C_SHARD_HEADER_INTS] = {GPT2C_SHARD_MAGIC, GPT2C_SHARD_VERSION, 0};
+    w->n = 0;
+    GPT2C_TRY(gpt2c_atomic_open(&w->a, path));
+    return gpt2c_atomic_write(&w->a, hdr, sizeof hdr);
+}
+
+gpt2c_status gpt2c_shard_writer_add(gpt2c_shard_writer *w, const uint16_t *tokens, size_t n) {
+    if (w->n + n > 0x7fffffff) {
+        gpt2c_status st = gpt2c_fail(GPT2C_ERR_ARG, "%s: too many tokens for one shard (%zu)",
+                                     w->a.path ? w->a.path : "shard", w->n + n);
+        gpt2c_atomic_abort(&w->a);
+        return st;
+    }
+    GPT2C_TRY(gpt2c_atomic_write(&w->a, tokens, n * sizeof(uint16_t)));
+    w->n += n;
+    return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_shard_writer_close(gpt2c_shard_writer *w) {
+    if (!w->a.f) return gpt2c_fail(GPT2C_ERR_IO, "%s: shard closed after a failure", w->a.path ? w->a.path : "?");
+    int32_t count = (int32_t)w->n;
+    /* the count is the header's third int32 */
+    if (fflush(w->a.f) != 0 || fseek(w->a.f, 2 * sizeof(int32_t), SEEK_SET) != 0 ||
+        fwrite(&count, sizeof count, 1, w->a.f) != 1) {
+        gpt2c_status st = gpt2c_fail(GPT2C_ERR_IO, "%s: cannot write the shard header", w->a.path);
+        gpt2c_atomic_abort(&w->a);
+        return st;
+    }
+    return gpt2c_atomic_commit(&w->a);
+}
+
+void gpt2c_shard_writer_abort(gpt2c_shard_writer *w) { gpt2c_atomic_abort(&w->a); }

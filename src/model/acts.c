@@ -5,18 +5,19 @@
 #include "kernels/kernels.h"
 #include "model/memspace.h"
 
-/* Carves consecutive 64-byte-aligned pieces out of a slab (first pass with
- * base NULL only counts). */
+/* Carves consecutive 64-byte-aligned pieces out of a slab, offsets in bytes
+ * (first pass with base NULL only counts). */
 typedef struct {
-    float *base;
-    size_t used;
+    unsigned char *base;
+    size_t used; /* bytes */
 } carver;
 
-static float *carve(carver *c, size_t floats) {
-    float *p = c->base ? c->base + c->used : NULL;
-    c->used += (floats + 15) / 16 * 16;
+static void *carve_bytes(carver *c, size_t bytes) {
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 63) / 64 * 64;
     return p;
 }
+static float *carve(carver *c, size_t floats) { return carve_bytes(c, floats * sizeof(float)); }
 
 static void carve_forward(carver *cv, gpt2c_acts *a, const gpt2c_config *c, size_t N, size_t S) {
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, Vp = (size_t)c->padded_vocab_size;
@@ -40,8 +41,8 @@ static void carve_forward(carver *cv, gpt2c_acts *a, const gpt2c_config *c, size
     a->logits = carve(cv, N * Vp);
     a->losses = carve(cv, N);
     a->proj = carve(cv, N * C);
-    a->tokens = (int32_t *)carve(cv, N);
-    a->targets = (int32_t *)carve(cv, N);
+    a->tokens = carve_bytes(cv, N * sizeof(int32_t));
+    a->targets = carve_bytes(cv, N * sizeof(int32_t));
 }
 
 gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int T) {
@@ -52,8 +53,8 @@ gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int 
     a->state_floats = m->k->attention_state_floats(B, T, m->cfg.num_heads);
     carver cv = {NULL, 0};
     carve_forward(&cv, a, &m->cfg, a->N, a->state_floats);
-    a->floats = cv.used;
-    a->mem = gpt2c_mem_alloc(m->k, a->floats * sizeof(float), "activations");
+    a->bytes = cv.used;
+    a->mem = gpt2c_mem_alloc(m->k, a->bytes, "activations");
     if (!a->mem) {
         free(a);
         return GPT2C_ERR_NOMEM;
@@ -87,8 +88,8 @@ gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m) {
         a->d4c = carve(&cv, N * 4 * C);
         a->att_scratch = carve(&cv, scratch);
         if (pass == 0) {
-            a->bfloats = cv.used;
-            a->bmem = gpt2c_mem_alloc(a->mem_k, a->bfloats * sizeof(float), "backward buffers");
+            a->bbytes = cv.used;
+            a->bmem = gpt2c_mem_alloc(a->mem_k, a->bbytes, "backward buffers");
             if (!a->bmem) return GPT2C_ERR_NOMEM;
         }
     }

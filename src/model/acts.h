@@ -12,8 +12,8 @@
 
 struct gpt2c_acts {
     const struct gpt2c_kernels *mem_k; /* the backend whose memory holds the slabs */
-    float *mem;
-    size_t floats;
+    void *mem;
+    size_t bytes; /* of the slab; pieces start 64-byte aligned */
     size_t N;           /* planned B*T: the stride of per-layer tensors */
     size_t state_floats; /* per-layer attention state */
     float *encoded;                    /* (N,C) */
@@ -35,8 +35,8 @@ struct gpt2c_acts {
     float *losses_host, *logits_host;
 
     /* backward slab */
-    float *bmem;
-    size_t bfloats;
+    void *bmem;
+    size_t bbytes;
     float *dres;        /* (N,C) gradient of the residual stream */
     float *dbuf;        /* (N,C) gradient of a layernorm output / attention output */
     float *dqkv;        /* (N,3C) */

@@ -1,20 +1,31 @@
 /* Analytic FLOPs and bytes of each op, for the profiler's roofline.  Bytes
- * count each tensor read or written once (fp32), the ideal-cache minimum. */
+ * count each tensor read or written once, the ideal-cache minimum:
+ * activations, gradients and optimizer state are fp32 (F = 4 bytes); a
+ * matmul's weight counts the bytes of its format (cost_weight_bytes). */
 #ifndef GPT2C_COSTS_H
 #define GPT2C_COSTS_H
 
 #include <stddef.h>
 
+#include "gpt2c/format.h"
+
 typedef struct {
     double flops, bytes;
 } op_cost;
 
-static inline op_cost cost_matmul_fwd(double N, double IC, double OC) {
-    return (op_cost){2 * N * IC * OC + N * OC, 4 * (N * IC + IC * OC + N * OC + OC)};
+/* bytes per element of a weight in format f, its block scales (fp32) included */
+static inline double cost_weight_bytes(gpt2c_format f) {
+    const gpt2c_format_info *fi = gpt2c_format_get(f);
+    if (!fi) return 4;
+    return (double)fi->block_bytes / fi->block + (fi->block > 1 ? 4.0 / fi->block : 0.0);
 }
-/* dinp = dout W (2 N IC OC), dW += dout^T x (2 N IC OC), dbias (N OC) */
-static inline op_cost cost_matmul_bwd(double N, double IC, double OC) {
-    return (op_cost){4 * N * IC * OC + N * OC, 4 * (2 * N * OC + 2 * N * IC + 3 * IC * OC)};
+/* W (OC,IC) in format wf */
+static inline op_cost cost_matmul_fwd(double N, double IC, double OC, gpt2c_format wf) {
+    return (op_cost){2 * N * IC * OC + N * OC, 4 * (N * IC + N * OC + OC) + cost_weight_bytes(wf) * IC * OC};
+}
+/* dinp = dout W (2 N IC OC), dW += dout^T x (2 N IC OC), dbias (N OC); dW (fp32) read and written */
+static inline op_cost cost_matmul_bwd(double N, double IC, double OC, gpt2c_format wf) {
+    return (op_cost){4 * N * IC * OC + N * OC, 4 * (2 * N * OC + 2 * N * IC + 2 * IC * OC) + cost_weight_bytes(wf) * IC * OC};
 }
 /* causal: T(T+1)/2 scores per (b, head); QK^T and AV each 2*hs flops per score, ~5 for softmax */
 static inline op_cost cost_attention_fwd(double B, double T, double C, double NH, double state_floats) {

@@ -9,6 +9,12 @@
 #include "model/memspace.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
+/* one layer's parameter (or the tensor, for non-layer ones), and a weight's typed view */
+#define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
+#define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
+/* a matmul on k, or on ref when k does not take the weight's format */
+#define MATMUL(out, inp, w, bias, N, IC, OC)                                                                           \
+    GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC)
 
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T) {
     if (B <= 0 || T <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "--batch/--seq: must be positive (got B=%d, T=%d)", B, T);
@@ -41,16 +47,15 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
 
     gpt2c_acts *a = m->acts;
     const gpt2c_kernels *k = m->k;
-    float *const *p = m->params.t;
     const size_t sN = a->N, S = a->state_floats; /* planned strides */
     /* the ops read the batch from the backend's memory (one small upload on a device) */
     GPT2C_TRY(gpt2c_mem_upload(k, a->tokens, tokens, sizeof(int32_t) * N));
     if (targets) GPT2C_TRY(gpt2c_mem_upload(k, a->targets, targets, sizeof(int32_t) * N));
 
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_fwd(N, C),
-       k->encoder_forward(a->encoded, a->tokens, p[GPT2C_P_WTE], p[GPT2C_P_WPE], B, T, C));
+       k->encoder_forward(a->encoded, a->tokens, P(WTE, 0), P(WPE, 0), B, T, C));
     OP(GPT2C_OP_LAYERNORM, 0, cost_layernorm_fwd(N, C),
-       k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], N, C));
+       k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, P(LN1W, 0), P(LN1B, 0), N, C));
 
     for (int l = 0; l < L; l++) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
@@ -63,28 +68,26 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
         float *next_ln = last ? a->lnf : a->ln1 + (l + 1) * sN * C;
         float *next_mean = last ? a->lnf_mean : a->ln1_mean + (l + 1) * sN;
         float *next_rstd = last ? a->lnf_rstd : a->ln1_rstd + (l + 1) * sN;
-        const float *next_w = last ? p[GPT2C_P_LNFW] : p[GPT2C_P_LN1W] + (l + 1) * C;
-        const float *next_b = last ? p[GPT2C_P_LNFB] : p[GPT2C_P_LN1B] + (l + 1) * C;
+        const float *next_w = last ? P(LNFW, 0) : P(LN1W, l + 1);
+        const float *next_b = last ? P(LNFB, 0) : P(LN1B, l + 1);
+        const gpt2c_tensor qkvw = W(QKVW, l), attprojw = W(ATTPROJW, l), fcw = W(FCW, l), fcprojw = W(FCPROJW, l);
 
-        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(N, C, 3 * C),
-           k->matmul_forward(qkv, ln1, p[GPT2C_P_QKVW] + (size_t)l * 3 * C * C, p[GPT2C_P_QKVB] + l * 3 * C, N, C, 3 * C));
+        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(N, C, 3 * C, qkvw.fmt), MATMUL(qkv, ln1, qkvw, P(QKVB, l), N, C, 3 * C));
         OP(GPT2C_OP_ATTENTION, l, cost_attention_fwd(B, T, C, NH, S), k->attention_forward(atty, state, qkv, B, T, C, NH));
-        OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(N, C, C),
-           k->matmul_forward(a->proj, atty, p[GPT2C_P_ATTPROJW] + (size_t)l * C * C, p[GPT2C_P_ATTPROJB] + l * C, N, C, C));
+        OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(N, C, C, attprojw.fmt),
+           MATMUL(a->proj, atty, attprojw, P(ATTPROJB, l), N, C, C));
         OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
            k->residual_layernorm_forward(res2, ln2, a->ln2_mean + l * sN, a->ln2_rstd + l * sN, residual, a->proj,
-                                         p[GPT2C_P_LN2W] + l * C, p[GPT2C_P_LN2B] + l * C, N, C));
-        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(N, C, 4 * C),
-           k->matmul_forward(fch, ln2, p[GPT2C_P_FCW] + (size_t)l * 4 * C * C, p[GPT2C_P_FCB] + l * 4 * C, N, C, 4 * C));
+                                         P(LN2W, l), P(LN2B, l), N, C));
+        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(N, C, 4 * C, fcw.fmt), MATMUL(fch, ln2, fcw, P(FCB, l), N, C, 4 * C));
         OP(GPT2C_OP_GELU, l, cost_gelu_fwd((double)N * 4 * C), k->gelu_forward(fch_gelu, fch, (size_t)N * 4 * C));
-        OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(N, 4 * C, C),
-           k->matmul_forward(a->proj, fch_gelu, p[GPT2C_P_FCPROJW] + (size_t)l * 4 * C * C, p[GPT2C_P_FCPROJB] + l * C,
-                             N, 4 * C, C));
+        OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(N, 4 * C, C, fcprojw.fmt),
+           MATMUL(a->proj, fch_gelu, fcprojw, P(FCPROJB, l), N, 4 * C, C));
         OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
            k->residual_layernorm_forward(res3, next_ln, next_mean, next_rstd, res2, a->proj, next_w, next_b, N, C));
     }
-    OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(N, C, Vp),
-       k->matmul_forward(a->logits, a->lnf, p[GPT2C_P_WTE], NULL, N, C, Vp));
+    const gpt2c_tensor wte = W(WTE, 0);
+    OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(N, C, Vp, wte.fmt), MATMUL(a->logits, a->lnf, wte, NULL, N, C, Vp));
 
     m->have_targets = 0;
     if (!targets) {

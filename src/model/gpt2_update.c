@@ -29,8 +29,9 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         const gpt2c_param_info *pi = &m->info[id];
         float wd = (pi->decay || o->decay_all) ? o->weight_decay : 0.0f;
-        size_t off = pi->offset, n = pi->numel;
-        float *p = m->params_mem + off, *g = m->grads_mem + off, *mm = m->m_mem + off, *v = m->v_mem + off;
+        const size_t n = pi->numel;
+        float *p = gpt2c_param_slice(m, m->params_mem, id, 0), *g = gpt2c_param_slice(m, m->grads_mem, id, 0);
+        float *mm = gpt2c_param_slice(m, m->m_mem, id, 0), *v = gpt2c_param_slice(m, m->v_mem, id, 0);
         if (k->adamw_zero_grad)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad((double)n),
                k->adamw_zero_grad(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));

@@ -66,11 +66,12 @@ static void layout(gpt2c_model *m) {
         slice_shape(&m->cfg, id, &pi->rows, &pi->cols);
         pi->ndim = pi->rows > 1 ? 2 : 1;
         pi->numel = (size_t)pi->rows * pi->cols * (pi->per_layer ? (size_t)m->cfg.num_layers : 1);
-        pi->offset = off;
-        off += (pi->numel + 15) / 16 * 16; /* next tensor on a 64-byte boundary */
+        pi->fmt = GPT2C_FMT_F32;
+        pi->byte_offset = off;
+        off += (gpt2c_format_bytes(pi->fmt, pi->numel) + 63) / 64 * 64; /* next tensor on a 64-byte boundary */
         m->num_params += pi->numel;
     }
-    m->slab_floats = off;
+    m->slab_floats = off / sizeof(float);
 }
 
 void gpt2c_param_hf_name(const gpt2c_param_info *pi, int layer, char *buf, size_t n) {
@@ -82,11 +83,18 @@ void gpt2c_param_hf_name(const gpt2c_param_info *pi, int layer, char *buf, size_
 
 float *gpt2c_param_slice(const gpt2c_model *m, float *slab, int id, int layer) {
     const gpt2c_param_info *pi = &m->info[id];
-    return slab + pi->offset + (pi->per_layer ? (size_t)layer * pi->rows * pi->cols : 0);
+    const size_t layer_bytes = gpt2c_format_bytes(pi->fmt, (size_t)pi->rows * pi->cols);
+    return (float *)((char *)slab + pi->byte_offset + (pi->per_layer ? (size_t)layer * layer_bytes : 0));
+}
+
+gpt2c_tensor gpt2c_param_view(const gpt2c_model *m, float *slab, int id, int layer) {
+    const gpt2c_param_info *pi = &m->info[id];
+    gpt2c_tensor t = {pi->fmt, pi->rows, pi->cols, gpt2c_param_slice(m, slab, id, layer), NULL, NULL, 0};
+    return t;
 }
 
 static void point(gpt2c_model *m, float *slab, gpt2c_params *p) {
-    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) p->t[id] = slab + m->info[id].offset;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) p->t[id] = gpt2c_param_slice(m, slab, id, 0);
 }
 
 gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
@@ -253,7 +261,7 @@ void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
     const float std = 0.02f, resid_std = 0.02f / sqrtf(2.0f * c->num_layers);
     float *host = m->params_host ? m->params_host : m->params_mem;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
-        float *p = host + m->info[id].offset;
+        float *p = gpt2c_param_slice(m, host, id, 0);
         size_t n = m->info[id].numel;
         switch (id) {
         case GPT2C_P_WTE:

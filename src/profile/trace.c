@@ -1,8 +1,12 @@
 /* Chrome trace-event export (opens in Perfetto and chrome://tracing):
  * {"traceEvents": [...]} with "ph":"X" complete events, ts/dur in microseconds.
- * Track "main" (tid 1) nests step > phase > layer > op; with software
- * counters, each OpenMP thread gets a track (tid 2+) whose op events carry the
- * CPU time that thread was counted for during the op. */
+ * Track "main" (tid 1) nests step > phase > block > group > op, where a group
+ * is a run of consecutive ops of one layer type: "attention" (QKV, attention,
+ * projection), "ffn" (fc, GELU, projection) and "norm" inside each block, and
+ * "embedding", "head", "optimizer", "data" outside the blocks.  With software
+ * counters, each OpenMP thread gets a track (tid 2+) with the same block and
+ * group spans around op events that carry the CPU time that thread was
+ * counted for during the op. */
 #include <stdio.h>
 
 #include "profile/session.h"
@@ -14,6 +18,29 @@ static void ev(sbuf *b, int *first, const char *name, const char *cat, int tid, 
     sb_json_str(b, name);
     sb_printf(b, "\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f", cat, tid, ts, dur);
     *first = 0;
+}
+
+/* Same run: one block (by_type 0) or one block's layer type (by_type 1), in one phase and step. */
+static int same_run(const gpt2c_prof_event *a, const gpt2c_prof_event *b, int by_type) {
+    return b->t1_ns && b->layer == a->layer && b->phase == a->phase && b->step == a->step &&
+           (!by_type || gpt2c_op_layer_type((gpt2c_op)b->op) == gpt2c_op_layer_type((gpt2c_op)a->op));
+}
+
+/* Emits the span of the run starting at event i (blocks: layer >= 0 only); returns the next run's start. */
+static size_t span_run(sbuf *b, int *first, const gpt2c_profile_session *s, const gpt2c_prof_event *E, size_t n,
+                       size_t i, int tid, int by_type) {
+    if (E[i].t1_ns == 0 || (!by_type && E[i].layer < 0)) return i + 1;
+    size_t j = i;
+    while (j + 1 < n && same_run(&E[i], &E[j + 1], by_type)) j++;
+    char name[64];
+    if (by_type)
+        snprintf(name, sizeof name, "%s", gpt2c_layer_type_name(gpt2c_op_layer_type((gpt2c_op)E[i].op)));
+    else
+        snprintf(name, sizeof name, "block %d", E[i].layer);
+    ev(b, first, name, by_type ? "group" : "layer", tid, us(s, E[i].t0_ns), (double)(E[j].t1_ns - E[i].t0_ns) * 1e-3);
+    sb_printf(b, ",\"args\":{\"layer\":%d,\"phase\":\"%s\",\"step\":%d}}", E[i].layer,
+              gpt2c_phase_name((gpt2c_phase)E[i].phase), E[i].step);
+    return j + 1;
 }
 
 gpt2c_status gpt2c_prof_write_trace(gpt2c_profile_session *s, sbuf *b) {
@@ -36,22 +63,12 @@ gpt2c_status gpt2c_prof_write_trace(gpt2c_profile_session *s, sbuf *b) {
         ev(b, &first, name, sp->is_step ? "step" : "phase", 1, us(s, sp->t0), (double)(sp->t1 - sp->t0) * 1e-3);
         sb_printf(b, ",\"args\":{\"step\":%d}}", sp->step);
     }
-    /* layer spans: runs of consecutive ops of one block within one phase and step */
+    /* block and group spans, on the main track and on every thread track */
     size_t n = s->trace_events;
     const gpt2c_prof_event *E = s->prof.events;
-    for (size_t i = 0; i < n;) {
-        if (E[i].t1_ns == 0 || E[i].layer < 0) {
-            i++;
-            continue;
-        }
-        size_t j = i;
-        while (j + 1 < n && E[j + 1].t1_ns && E[j + 1].layer == E[i].layer && E[j + 1].phase == E[i].phase &&
-               E[j + 1].step == E[i].step)
-            j++;
-        snprintf(name, sizeof name, "block %d", E[i].layer);
-        ev(b, &first, name, "layer", 1, us(s, E[i].t0_ns), (double)(E[j].t1_ns - E[i].t0_ns) * 1e-3);
-        sb_printf(b, ",\"args\":{\"layer\":%d,\"phase\":\"%s\"}}", E[i].layer, gpt2c_phase_name((gpt2c_phase)E[i].phase));
-        i = j + 1;
+    for (int tid = 1; tid <= (per_thread ? s->nthreads + 1 : 1); tid++) {
+        for (int by_type = 0; by_type < 2; by_type++)
+            for (size_t i = 0; i < n;) i = span_run(b, &first, s, E, n, i, tid, by_type);
     }
     for (size_t i = 0; i < n; i++) {
         const gpt2c_prof_event *e = &E[i];
@@ -71,7 +88,9 @@ gpt2c_status gpt2c_prof_write_trace(gpt2c_profile_session *s, sbuf *b) {
             for (int t = 0; t < s->nthreads; t++) {
                 double cpu_ns = s->ev_thr[i * (size_t)s->nthreads + t];
                 ev(b, &first, gpt2c_op_name((gpt2c_op)e->op), "thread", t + 2, us(s, e->t0_ns), dur);
-                sb_printf(b, ",\"args\":{\"cpu_ms\":%.4f,\"busy_pct\":%.1f}}", cpu_ns * 1e-6,
+                sb_printf(b, ",\"args\":{\"layer\":%d,\"phase\":\"%s\",\"layer_type\":\"%s\",\"cpu_ms\":%.4f,\"busy_pct\":%.1f}}",
+                          e->layer, gpt2c_phase_name((gpt2c_phase)e->phase),
+                          gpt2c_layer_type_name(gpt2c_op_layer_type((gpt2c_op)e->op)), cpu_ns * 1e-6,
                           dur > 0 ? 100 * cpu_ns / (dur * 1e3) : 0.0);
             }
     }

@@ -52,7 +52,7 @@ void tok_ws_free(tok_ws *w) {
 
 static int reserve(int32_t **out, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 1024;
+    size_t c = *cap ? *cap : 16; /* small: encode_docs keeps one output per section, often a few tokens */
     while (c < need) c *= 2;
     int32_t *p = realloc(*out, c * sizeof *p);
     if (!p) return -1;

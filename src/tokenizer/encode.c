@@ -31,7 +31,7 @@ static gpt2c_status need_utf8proc(void) {
 
 static int push(ivec *o, int32_t id) {
     if (o->n == o->cap) {
-        size_t c = o->cap ? 2 * o->cap : 1024;
+        size_t c = o->cap ? 2 * o->cap : 16; /* one per unit: many units are short sections */
         int32_t *p = realloc(o->v, c * sizeof *p);
         if (!p) return -1;
         o->v = p;
@@ -185,8 +185,10 @@ gpt2c_status gpt2c_tokenizer_encode(const gpt2c_tokenizer *t, const char *bytes,
     return gpt2c_tokenizer_encode_parallel(t, bytes, n, allow_special, 1, ids, nids);
 }
 
-gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *bytes, size_t n, int more_follows,
+gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *bytes, size_t n, int flags,
                                          int nthreads, int32_t **ids, size_t *nids, size_t *ndocs) {
+    const int more_follows = flags & GPT2C_DOCS_MORE_FOLLOWS;
+    int eot_before = !(flags & GPT2C_DOCS_CONTINUES);
     *ids = NULL;
     *nids = 0;
     if (ndocs) *ndocs = 0;
@@ -202,16 +204,43 @@ gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *b
         const uint8_t *sep = a + 1 < n ? memmem(s + a, n - a, "\n\n", 2) : NULL;
         size_t b = sep ? (size_t)(sep - s) + 2 : n;
         if (!sep && a == n && more_follows && n > 0) break; /* the next part opens the next section */
-        docs++;
-        if (add_units(&us, &nu, &cap, s, a, b, CHUNK_MIN * 4, 1)) {
+        docs += eot_before;
+        if (add_units(&us, &nu, &cap, s, a, b, CHUNK_MIN * 4, eot_before)) {
             free(us);
             return gpt2c_fail(GPT2C_ERR_NOMEM, "tokenizer: out of memory while encoding");
         }
         if (!sep) break;
         a = b;
+        eot_before = 1;
     }
     gpt2c_status st = run_units(t, s, us, nu, 0, nthreads, ids, nids);
     free(us);
     if (st == GPT2C_OK && ndocs) *ndocs = docs;
     return st;
+}
+
+size_t gpt2c_tokenizer_docs_cut(const char *bytes, size_t n, int *inside_section) {
+    const uint8_t *s = (const uint8_t *)bytes;
+    size_t a = 0, cut = 0;
+    const uint8_t *sep;
+    /* Section ends, found as encode_docs finds them (forward, non-overlapping).
+     * Sections are encoded independently, so a cut there is exact, even at n
+     * (a "\n" that follows opens the next section either way). */
+    while (a + 1 < n && (sep = memmem(s + a, n - a, "\n\n", 2))) a = cut = (size_t)(sep - s) + 2;
+    *inside_section = 0;
+    if (cut > 0) return cut;
+    /* Else inside the section: a position p after "c\n" (c an ASCII non-space
+     * byte) before a non-space character.  The whitespace piece is then "\n"
+     * alone whether or not the encoder sees past p (its \s+(?!\S) cannot grow
+     * or shrink), and matching from p never looks behind. */
+    if (!tok_pretok_ready()) return 0;
+    for (size_t p = n >= 4 ? n - 4 : 0; p >= 2; p--) {
+        size_t l;
+        if (s[p - 1] == '\n' && s[p - 2] < 0x80 && tok_class_at(s, p - 2, n, &l) != TOK_C_SPACE &&
+            tok_class_at(s, p, n, &l) != TOK_C_SPACE) {
+            *inside_section = 1;
+            return p;
+        }
+    }
+    return 0;
 }

@@ -19,7 +19,7 @@
 #include "gpt2c/cpu.h"
 #include "kernels/blas/blas.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/kernels.h"
+#include "kernels/backends.h"
 
 typedef void (*sgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, int, int, int, float,
                          const float *, int, const float *, int, float, float *, int);
@@ -90,8 +90,9 @@ static void sync_threads(void) {
 }
 
 /* out (N,OC) = inp (N,IC) W^T + bias: rows start at bias, then sgemm with beta = 1 */
-static void blas_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
-                                int OC) {
+static void blas_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
+                                int IC, int OC) {
+    const float *w = (const float *)wt->data; /* f32 only (formats mask) */
     sync_threads();
     if (bias)
         for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * OC);
@@ -99,12 +100,13 @@ static void blas_matmul_forward(float *out, const float *inp, const float *w, co
 }
 
 static void blas_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                                 const float *w, int N, int IC, int OC) {
+                                 const gpt2c_tensor *wt, int N, int IC, int OC) {
+    const float *w = (const float *)wt->data; /* f32 only (formats mask) */
     sync_threads();
     if (dinp) /* dinp (N,IC) = dout (N,OC) W (OC,IC) */
         lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
-    /* dW (OC,IC) += dout^T inp */
-    lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+    /* dW (OC,IC) += dout^T inp (skipped for a frozen weight) */
+    if (dw) lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= 16384)
@@ -117,7 +119,7 @@ static void blas_matmul_backward(float *dinp, float *dw, float *dbias, const flo
     }
 }
 
-const gpt2c_kernels *gpt2c_kernels_blas(void) {
+static const gpt2c_kernels *gpt2c_kernels_blas(void) {
     static gpt2c_kernels t;
     static int ready;
     if (!load()) return NULL;
@@ -127,10 +129,16 @@ const gpt2c_kernels *gpt2c_kernels_blas(void) {
         t.isa = "cblas";
         t.matmul_forward = blas_matmul_forward;
         t.matmul_backward = blas_matmul_backward;
+        /* inference: ref's ops, as before the cpu table carried its own */
+        t.matmul_infer_range = NULL;
+        t.kv_write = NULL;
+        t.attention_kv_range = NULL;
         ready = 1;
     }
     return &t;
 }
+
+GPT2C_BACKEND_REGISTER(blas, gpt2c_kernels_blas, gpt2c_blas_describe)
 
 const char *gpt2c_blas_describe(void) {
     static char buf[1024];

@@ -13,4 +13,7 @@ extern const gpt2c_kernels cpu_ops_scalar;
 /* The table for the ISA in effect now. */
 const gpt2c_kernels *cpu_ops_current(void);
 
+/* Fills the cpu backend's inference entries (cpu_infer.c). */
+void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k);
+
 #endif

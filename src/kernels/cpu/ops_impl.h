@@ -159,14 +159,18 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
 
 /* ---- matmul (the GEMM of gemm.c) ------------------------------------------------- */
 
-static void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC) {
+/* f32 weights (the table's formats mask says so; others go to ref) */
+static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
+                           int OC) {
+    const float *w = (const float *)wt->data;
     cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
 }
 
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                            const float *w, int N, int IC, int OC) {
+                            const gpt2c_tensor *wt, int N, int IC, int OC) {
+    const float *w = (const float *)wt->data;
     if (dinp) cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
-    cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+    if (dw) cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
@@ -327,24 +331,7 @@ static void zero(float *x, size_t n) {
 const gpt2c_kernels OPS_TABLE = {
     .name = "cpu",
     .isa = OPS_ISA_NAME,
-    .encoder_forward = encoder_forward,
-    .encoder_backward = encoder_backward,
-    .layernorm_forward = layernorm_forward,
-    .layernorm_backward = layernorm_backward,
-    .residual_layernorm_forward = residual_layernorm_forward,
-    .matmul_forward = matmul_forward,
-    .matmul_backward = matmul_backward,
-    .attention_state_floats = attention_state_floats,
-    .attention_forward = attention_forward,
-    .attention_scratch_floats = attention_scratch_floats,
-    .attention_backward = attention_backward,
-    .gelu_forward = gelu_forward,
-    .gelu_backward = gelu_backward,
-    .residual_forward = residual_forward,
-    .softmax_xent_forward = softmax_xent_forward,
-    .softmax_xent_backward = softmax_xent_backward,
-    .sumsq = sumsq,
-    .adamw = adamw,
-    .zero = zero,
-    .adamw_zero_grad = adamw_zero_grad,
+#define OPS_ENTRY(ret, name, params, args) .name = name,
+    GPT2C_OPS_TRAIN(OPS_ENTRY) GPT2C_OPS_FUSED(OPS_ENTRY)
+#undef OPS_ENTRY
 };

@@ -85,8 +85,10 @@ __global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
     if (i < (size_t)N * OC) out[i] += bias[i % OC];
 }
 
-extern "C" void cuda_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC,
-                                    int OC) {
+/* f32 weights only (the table's formats mask says so) */
+extern "C" void cuda_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
+                                    int IC, int OC) {
+    const float *w = (const float *)wt->data;
     /* the bias epilogue wants an aligned vector; otherwise a separate add */
     const int epi = bias && ((uintptr_t)bias % 16) == 0;
     lt_gemm("matmul_forward", CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, w, IC, inp, IC, out, OC, 0.0f, epi ? bias : NULL);
@@ -97,9 +99,10 @@ extern "C" void cuda_matmul_forward(float *out, const float *inp, const float *w
 }
 
 extern "C" void cuda_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                                     const float *w, int N, int IC, int OC) {
+                                     const gpt2c_tensor *wt, int N, int IC, int OC) {
+    const float *w = (const float *)wt->data;
     if (dinp) lt_gemm("matmul_backward dinp", CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, w, IC, dout, OC, dinp, IC, 0.0f, NULL);
-    lt_gemm("matmul_backward dw", CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, inp, IC, dout, OC, dw, IC, 1.0f, NULL);
+    if (dw) lt_gemm("matmul_backward dw", CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, inp, IC, dout, OC, dw, IC, 1.0f, NULL);
     if (dbias) cuda_colsum_accumulate(dbias, dout, N, OC);
 }
 

@@ -1,21 +1,27 @@
 /* The ref backend's inference ops: plain scalar C in double precision, the
  * oracle the cpu backend's decode kernels are tested against. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernels/ref/ref.h"
-#include "kernels/ref/ref_infer.h"
 
-void ref_matmul_infer_range(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
-                            int act, int o0, int o1) {
-    for (int n = 0; n < N; n++)
-        for (int o = o0; o < o1; o++) {
-            const float *x = inp + (size_t)n * IC, *wr = w + (size_t)o * IC;
+void ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC,
+                            int OC, int act, int o0, int o1) {
+    /* a non-f32 weight: each row of the range decoded once (a NaN row if it cannot be) */
+    float *tmp = w->fmt == GPT2C_FMT_F32 ? NULL : malloc(sizeof(float) * (size_t)IC);
+    for (int o = o0; o < o1; o++) {
+        const float *wr = (const float *)w->data + (size_t)o * IC;
+        if (w->fmt != GPT2C_FMT_F32) wr = tmp && gpt2c_tensor_row_f32(w, o, tmp) == 0 ? tmp : NULL;
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * IC;
             double acc = bias ? bias[o] : 0.0;
-            for (int i = 0; i < IC; i++) acc += (double)x[i] * wr[i];
-            float y = (float)acc;
+            for (int i = 0; wr && i < IC; i++) acc += (double)x[i] * wr[i];
+            float y = wr ? (float)acc : NAN;
             if (act == GPT2C_ACT_GELU) ref_gelu_forward(&y, &y, 1);
             out[(size_t)n * OC + o] = y;
         }
+    }
+    free(tmp);
 }
 
 /* kc (B, NH, hs, ctx): kc[b][h][i][p] = k_i of head h of the token at position p;

@@ -1,7 +1,35 @@
+#include <math.h>
+#include <stdlib.h>
+
 #include "kernels/ref/ref.h"
 
+const float *ref_weight_f32(const gpt2c_tensor *w, float **owned) {
+    *owned = NULL;
+    if (w->fmt == GPT2C_FMT_F32) return (const float *)w->data;
+    float *f = malloc(sizeof(float) * (size_t)w->rows * (size_t)w->cols);
+    if (!f) return NULL;
+    for (int64_t r = 0; r < w->rows; r++)
+        if (gpt2c_tensor_row_f32(w, r, f + (size_t)r * (size_t)w->cols) != 0) {
+            free(f);
+            return NULL;
+        }
+    *owned = f;
+    return f;
+}
+
+static void fill_nan(float *x, size_t n) {
+    for (size_t i = 0; x && i < n; i++) x[i] = NAN;
+}
+
 /* out[n][o] = bias[o] + sum_i inp[n][i] * w[o][i]   (double accumulation: the oracle) */
-void ref_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC) {
+void ref_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
+                        int OC) {
+    float *owned;
+    const float *w = ref_weight_f32(wt, &owned);
+    if (!w) {
+        fill_nan(out, (size_t)N * OC);
+        return;
+    }
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * IC;
         for (int o = 0; o < OC; o++) {
@@ -11,24 +39,34 @@ void ref_matmul_forward(float *out, const float *inp, const float *w, const floa
             out[(size_t)n * OC + o] = (float)acc;
         }
     }
+    free(owned);
 }
 
-void ref_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const float *w,
-                         int N, int IC, int OC) {
-    if (dinp) /* dinp[n][i] = sum_o dout[n][o] * w[o][i] */
-        for (int n = 0; n < N; n++)
+void ref_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                         const gpt2c_tensor *wt, int N, int IC, int OC) {
+    if (dinp) { /* dinp[n][i] = sum_o dout[n][o] * w[o][i] */
+        float *owned;
+        const float *w = ref_weight_f32(wt, &owned);
+        if (!w) {
+            fill_nan(dinp, (size_t)N * IC);
+        } else {
+            for (int n = 0; n < N; n++)
+                for (int i = 0; i < IC; i++) {
+                    double acc = 0;
+                    for (int o = 0; o < OC; o++) acc += (double)dout[(size_t)n * OC + o] * w[(size_t)o * IC + i];
+                    dinp[(size_t)n * IC + i] = (float)acc;
+                }
+            free(owned);
+        }
+    }
+    /* dw[o][i] += sum_n dout[n][o] * inp[n][i] */
+    if (dw)
+        for (int o = 0; o < OC; o++)
             for (int i = 0; i < IC; i++) {
                 double acc = 0;
-                for (int o = 0; o < OC; o++) acc += (double)dout[(size_t)n * OC + o] * w[(size_t)o * IC + i];
-                dinp[(size_t)n * IC + i] = (float)acc;
+                for (int n = 0; n < N; n++) acc += (double)dout[(size_t)n * OC + o] * inp[(size_t)n * IC + i];
+                dw[(size_t)o * IC + i] += (float)acc;
             }
-    /* dw[o][i] += sum_n dout[n][o] * inp[n][i] */
-    for (int o = 0; o < OC; o++)
-        for (int i = 0; i < IC; i++) {
-            double acc = 0;
-            for (int n = 0; n < N; n++) acc += (double)dout[(size_t)n * OC + o] * inp[(size_t)n * IC + i];
-            dw[(size_t)o * IC + i] += (float)acc;
-        }
     if (dbias)
         for (int o = 0; o < OC; o++) {
             double acc = 0;

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gpt2c/io.h"
+#include "gpt2c/dtype.h"
 
 const char *gpt2c_dtype_name(gpt2c_dtype dt) {
     static const char *names[] = {"F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "U16", "BOOL"};
