@@ -58,11 +58,36 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
         }
     }
     gpt2c_cpu_force_isa("auto");
+    /* int8 activations (AVX-512 VNNI, q8 / q4 up to 3 rows): against the same scheme in plain C, and,
+     * loosely, against the fp32 result (activation rounding: ~0.4% per element) */
+    if ((f == GPT2C_FMT_Q8 || f == GPT2C_FMT_Q4) && gpt2c_qmatmul_set_int8_act(1)) {
+        float *oracle = malloc(sizeof(float) * N * OC);
+        gpt2c_qmatmul_range_int8_scalar(oracle, x, &t, with_bias ? bias : NULL, N, act, 0, OC);
+        for (int i = 0; i < N * OC; i++) got[i] = NAN;
+        for (int o0 = 0; o0 < OC; o0 += 5)
+            gpt2c_qmatmul_range(got, x, &t, with_bias ? bias : NULL, N, act, o0, o0 + 5 < OC ? o0 + 5 : OC);
+        double worst = 0, worst_f32 = 0;
+        for (int i = 0; i < N * OC; i++) {
+            double e = fabs((double)got[i] - oracle[i]) / mag[i], e2 = fabs((double)got[i] - want[i]) / mag[i];
+            if (!(e <= worst)) worst = e;
+            if (!(e2 <= worst_f32)) worst_f32 = e2;
+        }
+        /* the int8 kernel takes up to 3 rows of a multiple of 64, up to 8192 long; the rest stays fp32 */
+        const int int8_path = N <= 3 && IC <= 8192 && IC % 64 == 0;
+        if (int8_path ? !(worst < 2e-6) || !(worst_f32 < 2e-2) : !(worst_f32 < 2e-6)) {
+            fprintf(stderr, "int8 activations %s block %d N=%d IC=%d OC=%d: %.3g against its oracle, %.3g against fp32\n",
+                    gpt2c_format_get(f)->name, block, N, IC, OC, worst, worst_f32);
+            fails++;
+        }
+        gpt2c_qmatmul_set_int8_act(0);
+        free(oracle);
+    }
     free(W), free(x), free(bias), free(codes), free(scales), free(deq), free(want), free(got), free(mag);
     return fails;
 }
 
 int main(void) {
+    gpt2c_qmatmul_set_int8_act(0); /* the fp32-activation kernels first; int8 ones per case below */
     const gpt2c_format fmts[] = {GPT2C_FMT_Q8, GPT2C_FMT_Q4, GPT2C_FMT_NF4};
     const int shapes[][3] = {{1, 64, 7}, {2, 128, 9}, {3, 192, 4}, {4, 64, 8}, {5, 256, 13},
                              {8, 128, 17}, {11, 320, 6}, {1, 8448, 3}, {6, 8448, 5}};

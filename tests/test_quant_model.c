@@ -112,11 +112,20 @@ static void one_format(gpt2c_format f) {
     float *got = malloc(sizeof(float) * T * Vp);
     gpt2c_infer *s = NULL;
     CHECK_OK(gpt2c_infer_create(q, 1, 0, 0, &s));
+    gpt2c_qmatmul_set_int8_act(0); /* fp32 activations: exactly the dequantized weights */
     CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 2, got));
     CHECK_OK(gpt2c_infer_decode(s, &tok[T - 2]));
     memcpy(got + (size_t)(T - 2) * Vp, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
     CHECK_OK(gpt2c_infer_decode(s, &tok[T - 1]));
     memcpy(got + (size_t)(T - 1) * Vp, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+    /* the default decode of q8 / q4 on VNNI CPUs: int8 activations, close to it */
+    float *got8 = malloc(sizeof(float) * Vp);
+    const int int8 = gpt2c_qmatmul_set_int8_act(1);
+    gpt2c_infer_reset(s, 0);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 1, NULL));
+    CHECK_OK(gpt2c_infer_decode(s, &tok[T - 1]));
+    memcpy(got8, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+    gpt2c_qmatmul_set_int8_act(0);
     gpt2c_infer_free(s);
     CHECK_OK(gpt2c_quant_dequantize_params(q));
     CHECK_OK(gpt2c_model_forward(q, tok, NULL, 1, T, NULL));
@@ -127,6 +136,10 @@ static void one_format(gpt2c_format f) {
         worst = e > worst ? e : worst;
     }
     CHECK_MSG(worst < 1e-4, "%s: infer vs dequantized forward: relative error %.3g", fname, worst);
+    const double e8 = max_rel(got8, want + (size_t)(T - 1) * Vp, (size_t)V);
+    CHECK_MSG(e8 < 3e-2, "%s: int8-activation decode vs dequantized forward: relative error %.3g", fname, e8);
+    if (int8) printf("  %s: decode with int8 activations vs dequantized forward %.2g\n", fname, e8);
+    free(got8);
     printf("  %s: save/load exact, infer vs dequantized forward %.2g\n", fname, worst);
     free(got);
     gpt2c_model_free(q);

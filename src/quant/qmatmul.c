@@ -1,5 +1,9 @@
 /* gpt2c_qmatmul_range: runtime dispatch of the fused dequantize-and-multiply
  * kernels (AVX-512, AVX2, or portable C) and the scalar oracle. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "gpt2c/cpu.h"
 #include "gpt2c/quant.h"
 #include "quant/qmatmul_impl.h"
@@ -47,10 +51,69 @@ void gpt2c_qmatmul_range_scalar(float *out, const float *inp, const gpt2c_tensor
     }
 }
 
+/* The activations of the q8 / q4 decode kernels: int8 per block (-1: not
+ * chosen yet; from GPT2C_QUANT_ACT=int8|f32, default int8 where AVX-512 VNNI runs). */
+static int int8_act = -1;
+
+static int vnni_here(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+int gpt2c_qmatmul_int8_act(void) {
+    if (int8_act < 0) {
+        const char *e = getenv("GPT2C_QUANT_ACT");
+        int8_act = vnni_here() && !(e && strcmp(e, "f32") == 0);
+    }
+    return int8_act;
+}
+
+int gpt2c_qmatmul_set_int8_act(int on) {
+    int8_act = on && vnni_here();
+    return int8_act;
+}
+
+/* The int8-activation scheme in plain C (the oracle of the VNNI kernel): each
+ * row's blocks of 32 quantized as the kernel does, exact integer dots. */
+void gpt2c_qmatmul_range_int8_scalar(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N,
+                                     int act, int o0, int o1) {
+    const int64_t IC = w->cols, OC = w->rows;
+    const int b = gpt2c_quant_block(w->fmt, w->block);
+    float wt[32];
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * IC;
+        for (int o = o0; o < o1; o++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < IC; k += 32) {
+                float amax = 0.0f;
+                for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[k + i]));
+                const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                const float dw = w->scales[(size_t)o * (size_t)(IC / b) + (size_t)(k / b)];
+                dequant32(w, o, k, wt); /* codes * dw: recover the integer codes */
+                int32_t isum = 0;
+                for (int i = 0; i < 32; i++) {
+                    const int32_t qa = (int32_t)nearbyintf(x[k + i] * id);
+                    const int32_t qw = dw != 0.0f ? (int32_t)nearbyintf(wt[i] / dw) : 0;
+                    isum += qa * qw;
+                }
+                acc += (float)isum * (dw * d);
+            }
+            out[(size_t)n * OC + o] = qmm_epilogue(acc, bias, o, act);
+        }
+    }
+}
+
 void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                          int o0, int o1) {
 #if defined(__x86_64__)
     const gpt2c_isa isa = gpt2c_cpu_isa();
+    if (isa == GPT2C_ISA_AVX512 && gpt2c_qmatmul_vnni_takes(w, N) && gpt2c_qmatmul_int8_act()) {
+        gpt2c_qmatmul_avx512_vnni(out, inp, w, bias, N, act, o0, o1);
+        return;
+    }
     if (isa == GPT2C_ISA_AVX512) {
         gpt2c_qmatmul_avx512(out, inp, w, bias, N, act, o0, o1);
         return;
