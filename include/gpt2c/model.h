@@ -87,6 +87,7 @@ typedef struct gpt2c_model {
     int num_frozen;
 
     const struct gpt2c_kernels *k;
+    struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
     gpt2c_profiler *prof; /* NULL: profiling off */
     /* Data parallel (src/dist): backward calls this as parameter gradients
      * become final, so their all-reduce can start while earlier layers still

@@ -9,6 +9,7 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
@@ -166,6 +167,7 @@ int cmd_profile(int argc, char **argv) {
     gpt2c_model *m = NULL;
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
+    gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
     if (T > m->cfg.max_seq_len) {
         gpt2c_model_free(m);
         return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, m->cfg.max_seq_len);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
@@ -158,6 +159,7 @@ gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
 
 void gpt2c_model_free(gpt2c_model *m) {
     if (!m) return;
+    gpt2c_qweights_free(m->qw);
     gpt2c_acts_free(m->acts);
     if (m->k) { /* NULL only when create failed before selecting kernels */
         gpt2c_mem_free(m->k, m->params_mem);
