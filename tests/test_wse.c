@@ -161,6 +161,56 @@ static void test_fidelity_agreement(void) {
         }
 }
 
+/* acceptance 6: SUMMA vs MeshGEMM; 7: chain vs tree vs groups */
+static void test_gemm_and_reductions(void) {
+    gpt2c_wse_params p;
+    gpt2c_wse_params_preset("wse2", &p);
+    uint64_t summa_comm[3], mesh_comm[3];
+    int Ps[3] = {4, 8, 16};
+    for (int i = 0; i < 3; i++) {
+        gpt2c_wse_kernel_row s, g, sw, gw;
+        CHECK(gpt2c_wse_gemm(&p, GPT2C_WSE_FLOW, "summa", Ps[i], 14, Ps[i] <= 8, &s) == GPT2C_OK, "summa: %s", gpt2c_errmsg());
+        CHECK(gpt2c_wse_gemm(&p, GPT2C_WSE_FLOW, "meshgemm", Ps[i], 14, Ps[i] <= 8, &g) == GPT2C_OK, "meshgemm: %s", gpt2c_errmsg());
+        CHECK(gpt2c_wse_gemm(&p, GPT2C_WSE_WAVELET, "summa", Ps[i], 14, 0, &sw) == GPT2C_OK, "summa: %s", gpt2c_errmsg());
+        CHECK(gpt2c_wse_gemm(&p, GPT2C_WSE_WAVELET, "meshgemm", Ps[i], 14, 0, &gw) == GPT2C_OK, "meshgemm: %s", gpt2c_errmsg());
+        if (Ps[i] <= 8) { /* run.py's tolerance: rtol 1e-5 */
+            CHECK(s.max_rel_err >= 0 && s.max_rel_err < 1e-5, "summa P=%d error %g", Ps[i], s.max_rel_err);
+            CHECK(g.max_rel_err >= 0 && g.max_rel_err < 1e-5, "meshgemm P=%d error %g", Ps[i], g.max_rel_err);
+        }
+        CHECK(g.max_hops_per_step <= 2, "meshgemm P=%d moves a tile %d hops", Ps[i], g.max_hops_per_step);
+        CHECK(s.max_hops_per_step == Ps[i] - 1, "summa P=%d: %d hops", Ps[i], s.max_hops_per_step);
+        CHECK(within((double)s.cycles, (double)sw.cycles, 0.05) && within((double)g.cycles, (double)gw.cycles, 0.05),
+              "GEMM P=%d: flow and wavelet differ", Ps[i]);
+        summa_comm[i] = s.comm;
+        mesh_comm[i] = g.comm;
+    }
+    CHECK(summa_comm[0] < summa_comm[1] && summa_comm[1] < summa_comm[2], "SUMMA's communication grows with P");
+    /* per step, MeshGEMM's exposed communication does not grow with P */
+    CHECK(mesh_comm[2] / 16 <= mesh_comm[0] / 4 + 1, "MeshGEMM's communication per step grows with P");
+    /* acceptance 1 (collective level): gemv-collectives_2d within run.py's tolerance, both fidelities */
+    for (int f = 0; f < 2; f++) {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_gemv_example(&p, f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW, 4, 8, 4, &r) == GPT2C_OK,
+              "gemv example: %s", gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-5, "gemv example error %g", r.max_rel_err);
+        CHECK(r.cycles > 0, "gemv example cycles");
+    }
+    uint64_t prev = 0;
+    for (int P = 16; P <= 1024; P *= 4) {
+        gpt2c_wse_kernel_row c, t, g;
+        CHECK(gpt2c_wse_reduce_study(&p, GPT2C_WSE_FLOW, GPT2C_WSE_CHAIN, 1, P, 64, &c) == GPT2C_OK, "chain");
+        CHECK(gpt2c_wse_reduce_study(&p, GPT2C_WSE_FLOW, GPT2C_WSE_TREE, 1, P, 64, &t) == GPT2C_OK, "tree");
+        CHECK(gpt2c_wse_reduce_study(&p, GPT2C_WSE_FLOW, GPT2C_WSE_GROUPS, 16, P, 64, &g) == GPT2C_OK, "groups");
+        /* a chain of P/2 hops costs at least (hop + reduce_lat) per hop */
+        CHECK(c.cycles >= (uint64_t)(P / 2) * 3, "chain P=%d: %llu cycles", P, (unsigned long long)c.cycles);
+        CHECK(c.cycles > prev, "chain latency grows with P");
+        prev = c.cycles;
+        CHECK(c.colors_max == 2 && g.colors_max <= 4, "colors per PE: chain %d, groups %d", c.colors_max, g.colors_max);
+        if (P == 1024) CHECK(g.cycles < c.cycles, "groups beat the chain on 1024 PEs (%llu vs %llu)",
+                             (unsigned long long)g.cycles, (unsigned long long)c.cycles);
+    }
+}
+
 static gpt2c_model *small_model(void) {
     gpt2c_config c = {.max_seq_len = 64, .vocab_size = 500, .num_layers = 2, .num_heads = 4, .channels = 64};
     gpt2c_model *m;
@@ -247,6 +297,7 @@ int main(void) {
     test_op_costs();
     test_fabric();
     test_fidelity_agreement();
+    test_gemm_and_reductions();
     test_gpt2();
     if (fails) {
         fprintf(stderr, "%d failure(s)\n", fails);

@@ -81,4 +81,25 @@ gpt2c_status gpt2c_wse_write_report(const gpt2c_wse_result *r, const char *dir);
 /* A one-paragraph text summary (static buffer of the result). */
 const char *gpt2c_wse_result_summary(const gpt2c_wse_result *r);
 
+/* ---- kernel studies (src/wse/kernels.c) ---------------------------------- */
+typedef struct gpt2c_wse_kernel_row {
+    uint64_t cycles;        /* makespan */
+    uint64_t compute;       /* busiest PE's DSD cycles */
+    uint64_t comm;          /* cycles - compute */
+    int max_hops_per_step;  /* longest stream of one step (GEMMs) or of the whole reduction */
+    int colors_max;         /* colors on the busiest PE */
+    double max_rel_err;     /* vs a double-precision host product (values); -1 when not computed */
+} gpt2c_wse_kernel_row;
+/* C (P*t x P*t) = A B on a P x P grid with t x t fp32 tiles: "summa" (gemm-collectives_2d:
+ * P steps of row + column broadcasts, no overlap) or "meshgemm" (Cannon on interleaved rings:
+ * every shift moves a tile <= 2 hops, double-buffered).  values: compute and check. */
+gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, const char *algo, int P, int tile,
+                            int values, gpt2c_wse_kernel_row *row);
+/* The gemv-collectives_2d example: y = A x + b, Mt x Nt tiles on P x P (values checked) */
+gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, int P, int Mt, int Nt,
+                                    gpt2c_wse_kernel_row *row);
+/* n wavelets from each of P PEs of a row reduced into its middle PE */
+gpt2c_status gpt2c_wse_reduce_study(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, gpt2c_wse_reduce algo,
+                                    int groups, int P, long n, gpt2c_wse_kernel_row *row);
+
 #endif

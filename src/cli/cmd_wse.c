@@ -218,15 +218,73 @@ static int cmd_sweep(int argc, char **argv) {
     return rc;
 }
 
+/* SUMMA vs MeshGEMM over P, and chain vs tree vs groups over line length */
+static int cmd_kernels(int argc, char **argv) {
+    const char *machine = "wse2", *fidelity = "flow";
+    int tile = 14, pmax = 64, values = 0;
+    cli_intlist groups = {{4, 16}, 2};
+    cli_strlist set = {0};
+    cli_opt opts[] = {{"--machine", CLI_STR, &machine, "wse2 | wse3", 0, 0},
+                      {"--fidelity", CLI_STR, &fidelity, "flow | wavelet", 0, 0},
+                      {"--tile", CLI_INT, &tile, "GEMM tile t (t x t fp32 per PE; the example uses 14)", 1, 64},
+                      {"--max-grid", CLI_INT, &pmax, "largest P of the GEMM study (4, 8, ... P)", 4, 1024},
+                      {"--values", CLI_FLAG, &values, "compute the GEMMs and report their error (P <= 32)", 0, 0},
+                      {"--groups", CLI_INTLIST, &groups, "group counts of the two-phase reduction", 0, 0},
+                      {"--set", CLI_STRLIST, &set, "name=value machine parameters", 0, 0}};
+    int rc = cli_parse(CMD " kernels", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    wse_opts o;
+    defaults(&o);
+    o.machine = machine;
+    o.fidelity = fidelity;
+    o.set = set;
+    o.mesh = "64x64";
+    gpt2c_wse_params p;
+    gpt2c_wse_run_cfg c;
+    if ((rc = parse_common(CMD " kernels", &o, &p, &c))) return rc;
+    printf("GEMM, %dx%d fp32 tiles per PE (cycles; comm = cycles - busiest PE's compute)\n", tile, tile);
+    printf("%-5s %-9s %-10s %-10s %-10s %-9s %-7s %s\n", "P", "algo", "cycles", "compute", "comm", "hops/step", "colors", "max_rel_err");
+    for (int P = 4; P <= pmax; P *= 2)
+        for (int a = 0; a < 2; a++) {
+            gpt2c_wse_kernel_row r;
+            const char *al = a ? "meshgemm" : "summa";
+            if (gpt2c_wse_gemm(&p, c.fidelity, al, P, tile, values && P <= 32, &r)) return cli_fail_status(CMD " kernels");
+            printf("%-5d %-9s %-10llu %-10llu %-10llu %-9d %-7d ", P, al, (unsigned long long)r.cycles,
+                   (unsigned long long)r.compute, (unsigned long long)r.comm, r.max_hops_per_step, r.colors_max);
+            if (r.max_rel_err >= 0) printf("%.2g\n", r.max_rel_err);
+            else printf("-\n");
+        }
+    printf("\nrow reduction of 64 wavelets per PE into the middle PE (cycles, colors per PE)\n%-6s %-14s", "P", "chain");
+    printf("%-14s", "tree");
+    for (int g = 0; g < groups.n; g++) printf("groups=%-7d", groups.items[g]);
+    printf("\n");
+    for (int P = 16; P <= 1024; P *= 2) {
+        printf("%-6d", P);
+        for (int a = 0; a < 2 + groups.n; a++) {
+            gpt2c_wse_kernel_row r;
+            gpt2c_wse_reduce alg = a == 0 ? GPT2C_WSE_CHAIN : a == 1 ? GPT2C_WSE_TREE : GPT2C_WSE_GROUPS;
+            if (gpt2c_wse_reduce_study(&p, c.fidelity, alg, a >= 2 ? groups.items[a - 2] : 1, P, 64, &r))
+                return cli_fail_status(CMD " kernels");
+            char cell[32];
+            snprintf(cell, sizeof cell, "%llu (%d)", (unsigned long long)r.cycles, r.colors_max);
+            printf(" %-13s", cell);
+        }
+        printf("\n");
+    }
+    return 0;
+}
+
 int cmd_wse(int argc, char **argv) {
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
         FILE *f = argc < 1 ? stderr : stdout;
-        fprintf(f, "usage: gpt2c wse run|sweep [options]   (gpt2c wse run --help)\n"
-                   "  run    GPT-2 on a simulated wafer-scale mesh: report.json, report.html, trace.json\n"
-                   "  sweep  strategies a and b under hop x fma32_rate x setup (cost only)\n");
+        fprintf(f, "usage: gpt2c wse run|sweep|kernels [options]   (gpt2c wse run --help)\n"
+                   "  run      GPT-2 on a simulated wafer-scale mesh: report.json, report.html, trace.json\n"
+                   "  sweep    strategies a and b under hop x fma32_rate x setup (cost only)\n"
+                   "  kernels  SUMMA vs MeshGEMM over P; chain vs tree vs group reductions over P\n");
         return argc < 1 ? 2 : -1;
     }
     if (!strcmp(argv[0], "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(argv[0], "sweep")) return cmd_sweep(argc - 1, argv + 1);
-    return cli_error(CMD, "unknown subcommand '%s' (run, sweep)", argv[0]);
+    if (!strcmp(argv[0], "kernels")) return cmd_kernels(argc - 1, argv + 1);
+    return cli_error(CMD, "unknown subcommand '%s' (run, sweep, kernels)", argv[0]);
 }

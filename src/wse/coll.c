@@ -79,10 +79,12 @@ static gpt2c_status chains(wse_mesh *m, const wse_line *l, int nl, const int *lo
     size_t tot = 0;
     for (int i = 0; i < cnt; i++) tot += (size_t)(hi[i] - lo[i] + 1) * 2;
     uint64_t *arr = calloc(tot + 1, sizeof *arr), *rdy = calloc(tot + 1, sizeof *rdy);
-    if (!xs || !arr || !rdy) {
+    uint8_t *adds = calloc(tot + 1, 1);
+    if (!xs || !arr || !rdy || !adds) {
         free(xs);
         free(arr);
         free(rdy);
+        free(adds);
         return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for a reduction");
     }
     uint64_t extra = (uint64_t)m->p.v[GPT2C_WSE_P_REDUCE_LAT];
@@ -104,10 +106,11 @@ static gpt2c_status chains(wse_mesh *m, const wse_line *l, int nl, const int *lo
                 int x, y;
                 wse_line_pe(L, k, &x, &y);
                 rdy[off + (size_t)h] = (!add || add[k]) ? launch(m, x, y) : 0;
+                adds[off + (size_t)h] = (uint8_t)(!add || add[k]);
             }
             xs[nx++] = (wse_xfer){.x = x0, .y = y0, .dir1 = dir, .hops1 = hops, .color1 = side ? c1 : c0,
                                   .color2 = side ? c1 : c0, .n = n, .t0 = rdy[off], .extra = (int)extra,
-                                  .hop_ready = rdy + off, .arrive = arr + off};
+                                  .hop_ready = rdy + off, .hop_add = adds + off, .arrive = arr + off};
             off += (size_t)hops;
         }
     }
@@ -133,6 +136,7 @@ static gpt2c_status chains(wse_mesh *m, const wse_line *l, int nl, const int *lo
     free(xs);
     free(arr);
     free(rdy);
+    free(adds);
     return st;
 }
 

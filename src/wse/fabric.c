@@ -63,7 +63,7 @@ static void hop_at(const wse_mesh *m, const wse_xfer *x, int i, size_t *pe, int 
 }
 
 static uint64_t hop_latency(const wse_mesh *m, const wse_xfer *x, int i) {
-    uint64_t l = (uint64_t)m->p.v[GPT2C_WSE_P_HOP] + (uint64_t)x->extra;
+    uint64_t l = (uint64_t)m->p.v[GPT2C_WSE_P_HOP] + ((!x->hop_add || x->hop_add[i]) ? (uint64_t)x->extra : 0);
     if (i == x->hops1 && x->hops1 > 0 && x->hops2 > 0) l += (uint64_t)m->p.v[GPT2C_WSE_P_TURN];
     return l;
 }

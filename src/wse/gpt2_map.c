@@ -545,6 +545,12 @@ gpt2c_status wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq) {
     int P = g->P, Cb = g->Cb;
     g->cur_reg = g->emb_reg;
     wse_op_begin(g->m, "embed", -1, g->phase, (double)Tq * g->C);
+    if (g->phase == 1 && g->head_reg != g->emb_reg) {
+        /* decode: the token comes from the head region's argmax (its east column's top) */
+        const wse_region *Hd = &g->reg[g->head_reg];
+        g->m->switched |= (1u << K_MOVE) | (1u << (K_MOVE ^ 1));
+        GPT2C_TRY(wse_coll_p2p(g->m, Hd->x0 + P - 1, Hd->y0, R->x0 + P - 1, R->y0, Tq, K_MOVE));
+    }
     GPT2C_TRY(bcast_tokens(g, R, Tq));
     g->m->switched |= 1u << K_GATH; /* sources change with the token: switched routes */
     wse_p2p *v = malloc(sizeof *v * (size_t)P * (size_t)Tq);

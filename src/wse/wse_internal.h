@@ -129,6 +129,7 @@ typedef struct {
     long n;
     uint64_t t0;
     const uint64_t *hop_ready;
+    const uint8_t *hop_add; /* optional: `extra` only where PE i adds (else it just forwards) */
     uint64_t *arrive;
 } wse_xfer;
 gpt2c_status wse_fabric_run(wse_mesh *m, wse_xfer *x, int nx);
