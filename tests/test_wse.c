@@ -108,6 +108,20 @@ static uint64_t two_streams(gpt2c_wse_fidelity f, int shared, long n) {
 
 static int within(double a, double b, double tol) { return fabs(a - b) <= tol * (a > b ? a : b); }
 
+/* brief check (b): a row broadcast of n wavelets over h hops costs setup + h*hop + n (- 1: the tail) */
+static void test_bcast_cost(void) {
+    for (int f = 0; f < 2; f++)
+        for (int hop = 1; hop <= 2; hop++) {
+            wse_mesh *m = mesh(12, 1, f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW, hop);
+            wse_line l = {0, 0, WSE_E, 12, 0};
+            CHECK(wse_coll_bcast(m, &l, 1, 300, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
+            uint64_t want = 16 + 11 * (uint64_t)hop + 300 - 1;
+            CHECK(wse_at(m, 11, 0)->t_ce == want, "fidelity %d hop %d: broadcast took %llu, want %llu", f, hop,
+                  (unsigned long long)wse_at(m, 11, 0)->t_ce, (unsigned long long)want);
+            wse_mesh_free(m);
+        }
+}
+
 static void test_fabric(void) {
     for (int f = 0; f < 2; f++) {
         gpt2c_wse_fidelity fid = f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW;
@@ -271,6 +285,23 @@ static void test_gpt2(void) {
         gpt2c_wse_result_free(r2);
         gpt2c_wse_result_free(rw);
     }
+    /* the WSE-3 preset (SIMD table, queues) runs the same program */
+    {
+        gpt2c_wse_params p3;
+        gpt2c_wse_params_preset("wse3", &p3);
+        p3.v[GPT2C_WSE_P_WIDTH] = 16;
+        p3.v[GPT2C_WSE_P_HEIGHT] = 16;
+        gpt2c_wse_run_cfg c3 = {.strategy = 'a', .seq = 12, .decode = 4, .values = GPT2C_WSE_VALUES_F32,
+                                .fidelity = GPT2C_WSE_FLOW, .place = 's'};
+        gpt2c_wse_result *r3 = NULL;
+        CHECK(gpt2c_wse_run(model, &p3, &c3, &r3) == GPT2C_OK, "wse3: %s", gpt2c_errmsg());
+        double err;
+        int match;
+        if (r3) {
+            CHECK(gpt2c_wse_check_ref(r3, model, &err, &match) == GPT2C_OK && err < 1e-4 && match == 1, "wse3 values");
+            gpt2c_wse_result_free(r3);
+        }
+    }
     /* f16: a looser, documented bound */
     gpt2c_wse_result *r = run(model, 16, 16, 'a', GPT2C_WSE_VALUES_F16, GPT2C_WSE_FLOW, 0);
     if (r) {
@@ -296,6 +327,7 @@ int main(void) {
     test_limits();
     test_op_costs();
     test_fabric();
+    test_bcast_cost();
     test_fidelity_agreement();
     test_gemm_and_reductions();
     test_gpt2();
