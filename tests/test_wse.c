@@ -7,6 +7,7 @@
 
 #include "gpt2c/wse.h"
 #include "wse/coll.h"
+#include "wse/task.h"
 #include "wse/wse_internal.h"
 
 static int fails = 0;
@@ -57,6 +58,25 @@ static void test_limits(void) {
     expect_err(wse_bind_task(m, 3, 3, 8, 'l'), "a task bound twice", "twice");
     CHECK(wse_alloc(m, 2, 1, 10000, "tile A", &off) == GPT2C_OK, "40 KB: %s", gpt2c_errmsg());
     expect_err(wse_alloc(m, 2, 1, 1000, "tile B", &off), "SRAM over budget", "tile B");
+    wse_mesh_free(m);
+}
+
+static void noop_task(wse_prog *pg, int x, int y) { (void)pg; (void)x; (void)y; }
+static float task_buf[4];
+static void send_east(wse_prog *pg, int x, int y) {
+    if (x == 0 && y == 0) wse_send_async(pg, 0, 0, 3, 2, task_buf, 4, -1);
+}
+
+/* the task layer: reserved and unbound task IDs, a wavelet against its route */
+static void test_tasks(void) {
+    wse_mesh *m = mesh(2, 1, GPT2C_WSE_FLOW, 1);
+    wse_prog *pg;
+    CHECK(wse_prog_create(m, NULL, &pg) == GPT2C_OK, "prog");
+    expect_err(wse_bind_local(pg, 0, 0, 30, noop_task), "a reserved task ID", "reserved");
+    CHECK(wse_route(m, 0, 0, 3, WSE_RAMP, 1u << WSE_E) == GPT2C_OK, "route");
+    CHECK(wse_route(m, 1, 0, 3, WSE_N, 1u << WSE_RAMP) == GPT2C_OK, "route");
+    expect_err(wse_prog_launch(pg, send_east), "a wavelet from the west on a color routed from the north", "upstream");
+    wse_prog_free(pg);
     wse_mesh_free(m);
 }
 
@@ -201,6 +221,14 @@ static void test_gemm_and_reductions(void) {
     CHECK(summa_comm[0] < summa_comm[1] && summa_comm[1] < summa_comm[2], "SUMMA's communication grows with P");
     /* per step, MeshGEMM's exposed communication does not grow with P */
     CHECK(mesh_comm[2] / 16 <= mesh_comm[0] / 4 + 1, "MeshGEMM's communication per step grows with P");
+    /* acceptance 1: the residual example ported task by task (its colors, routes, queues, task IDs) */
+    {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_example_residual(&p, 6, 4, &r) == GPT2C_OK, "residual example: %s", gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-5, "residual example error %g", r.max_rel_err);
+        CHECK(r.cycles > 0 && r.colors_max == 3, "residual example: %llu cycles, %d colors",
+              (unsigned long long)r.cycles, r.colors_max);
+    }
     /* acceptance 1 (collective level): gemv-collectives_2d within run.py's tolerance, both fidelities */
     for (int f = 0; f < 2; f++) {
         gpt2c_wse_kernel_row r;
@@ -325,6 +353,7 @@ static void test_gpt2(void) {
 
 int main(void) {
     test_limits();
+    test_tasks();
     test_op_costs();
     test_fabric();
     test_bcast_cost();
