@@ -395,7 +395,11 @@ static void test_bad_requests(void) {
         {"{\"prompt\":\"hi\",\"stream\":\"yes\"}", 400, "stream"},
         {"{\"prompt\":\"hi\",\"n\":2}", 400, "n"},
         {"{\"prompt\":\"hi\",\"model\":3}", 400, "model"},
-        {"{\"prompt\":\"hi\",\"logit_bias\":{}}", 400, "logit_bias"}, /* unknown field */
+        {"{\"prompt\":\"hi\",\"foo\":{}}", 400, "foo"}, /* unknown field */
+        {"{\"prompt\":\"hi\",\"logit_bias\":{\"1\":5}}", 400, "logit_bias"},
+        {"{\"prompt\":\"hi\",\"echo\":true}", 400, "echo"},
+        {"{\"prompt\":\"hi\",\"presence_penalty\":0.5}", 400, "presence_penalty"},
+        {"{\"prompt\":\"hi\",\"logprobs\":3}", 400, "logprobs"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *r = NULL;
@@ -410,6 +414,14 @@ static void test_bad_requests(void) {
         json_decref(o);
         free(r);
     }
+    /* what some OpenAI clients always send, at neutral values: accepted */
+    char *ok = NULL;
+    const int okst = http("POST", "/v1/completions",
+                          "{\"prompt\":\"hi\",\"max_tokens\":2,\"n\":1,\"echo\":false,\"logprobs\":null,\"presence_penalty\":0,"
+                          "\"frequency_penalty\":0.0,\"logit_bias\":{},\"best_of\":1,\"suffix\":null,\"user\":\"u\",\"model\":\"x\"}",
+                          &ok);
+    CHECK_MSG(okst == 200, "neutral OpenAI fields: %d %.200s", okst, ok);
+    free(ok);
     /* a body over the limit (4096 bytes here): 413, named */
     char *big = malloc(6000);
     memset(big, ' ', 5999);

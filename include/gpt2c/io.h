@@ -77,6 +77,9 @@ gpt2c_file_format gpt2c_detect_format(const char *path);
  * prefix; Conv1D weights transposed; tied lm_head ignored; attention-mask
  * buffers skipped).  Restores AdamW state when the file holds gpt2c's. */
 gpt2c_status gpt2c_model_load(const char *path, gpt2c_model **out);
+/* gpt2c_model_load refuses weights (and AdamW moments) holding NaN or Inf,
+ * naming the tensor; allow = 1 loads them anyway (debugging; process-wide). */
+void gpt2c_model_load_allow_nonfinite(int allow);
 
 /* The GPT-2 config a safetensors file describes, without loading it.  *prefix
  * gets "transformer." or ""; *heads_from says where the head count came from

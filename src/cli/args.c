@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2c/io.h"
 #include "gpt2c/status.h"
 
 #define MAX_GIVEN 64
@@ -51,6 +52,7 @@ int cli_given(const char *name) {
 static void print_help(const char *cmd, const cli_opt *opts, int nopts) {
     printf("usage: gpt2c %s [options]\n", cmd);
     for (int i = 0; i < nopts; i++) printf("  %-18s %s\n", opts[i].name, opts[i].help ? opts[i].help : "");
+    printf("  %-18s %s\n", "--allow-nonfinite", "load checkpoints whose weights hold NaN or Inf (debugging)");
 }
 
 static int parse_long(const char *s, long long *out) {
@@ -81,6 +83,10 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(cmd, opts, nopts);
             return -1;
+        }
+        if (strcmp(a, "--allow-nonfinite") == 0) { /* every command: checkpoints with NaN/Inf load (debugging) */
+            gpt2c_model_load_allow_nonfinite(1);
+            continue;
         }
         if (strncmp(a, "--", 2) != 0) {
             if (!positional) {

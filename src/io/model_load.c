@@ -3,6 +3,7 @@
  * files, which add config metadata and optionally AdamW state). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,58 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
+static int allow_nonfinite; /* process-wide, set by --allow-nonfinite */
+
+void gpt2c_model_load_allow_nonfinite(int allow) { allow_nonfinite = allow != 0; }
+
+/* The first NaN or Inf in a slab (params, or AdamW moments), named by tensor. */
+static gpt2c_status check_finite(const gpt2c_model *m, const char *path, const float *slab, const char *what) {
+    if (!slab) return GPT2C_OK;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        const gpt2c_param_info *pi = &m->info[id];
+        const float *p = gpt2c_param_slice(m, (float *)slab, id, 0); /* the tensor, all layers */
+        size_t bad = pi->numel;
+        for (size_t i = 0; i < pi->numel; i++)
+            if (!isfinite(p[i])) {
+                bad = i;
+                break;
+            }
+        if (bad == pi->numel) continue;
+        const size_t per = (size_t)pi->rows * pi->cols;
+        char name[200];
+        gpt2c_param_hf_name(pi, pi->per_layer ? (int)(bad / per) : 0, name, sizeof name);
+        return gpt2c_fail(GPT2C_ERR_FORMAT,
+                          "%s: %stensor '%s' holds a non-finite value (%g at element %zu): refused (--allow-nonfinite to "
+                          "load it anyway)",
+                          path, what, name, (double)p[bad], pi->per_layer ? bad % per : bad);
+    }
+    return GPT2C_OK;
+}
+
+static gpt2c_status load_any(const char *path, gpt2c_model **out);
+
 gpt2c_status gpt2c_model_load(const char *path, gpt2c_model **out) {
+    GPT2C_TRY(load_any(path, out));
+    if (allow_nonfinite) return GPT2C_OK;
+    gpt2c_model *m = *out;
+    const float *slabs[3] = {m->params_mem, m->m_mem, m->v_mem};
+    const char *what[3] = {"", "AdamW first moments of ", "AdamW second moments of "};
+    gpt2c_status st = GPT2C_OK;
+    for (int i = 0; i < 3 && st == GPT2C_OK; i++) {
+        if (!slabs[i]) continue;
+        const float *host = NULL;
+        if ((st = gpt2c_model_slab_to_host(m, slabs[i], &host)) != GPT2C_OK) break;
+        st = check_finite(m, path, host, what[i]);
+        gpt2c_model_slab_host_free(slabs[i], host);
+    }
+    if (st != GPT2C_OK) {
+        gpt2c_model_free(m);
+        *out = NULL;
+    }
+    return st;
+}
+
+static gpt2c_status load_any(const char *path, gpt2c_model **out) {
     *out = NULL;
     if (gpt2c_is_dir(path)) return gpt2c_io_load_dir(path, out);
     switch (gpt2c_detect_format(path)) {

@@ -53,8 +53,10 @@ int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *to
         return 400;
     }
     if (!json_is_object(root)) BAD(NULL, "request body: want a JSON object");
-    static const char *const known[] = {"model", "prompt", "max_tokens", "temperature", "top_k", "top_p",
-                                        "seed",  "stop",   "stream",     "n",           "user"};
+    static const char *const known[] = {"model", "prompt", "max_tokens", "temperature", "top_k",  "top_p",
+                                        "seed",  "stop",   "stream",     "n",           "user",   "echo",
+                                        "logprobs", "presence_penalty", "frequency_penalty", "logit_bias",
+                                        "best_of", "suffix"};
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
@@ -62,7 +64,8 @@ int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *to
         for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= strcmp(key, known[i]) == 0;
         if (!ok) {
             snprintf(errbuf, errlen, "unknown field '%.64s' (known: model, prompt, max_tokens, temperature, top_k, "
-                                     "top_p, seed, stop, stream, n, user)", key);
+                                     "top_p, seed, stop, stream, n, user; echo, logprobs, presence_penalty, "
+                                     "frequency_penalty, logit_bias, best_of, suffix at their neutral values)", key);
             /* the name itself is the parameter at fault */
             static _Thread_local char name[80];
             snprintf(name, sizeof name, "%.64s", key);
@@ -74,6 +77,20 @@ int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *to
         BAD("model", "model: want a string");
     if ((v = json_object_get(root, "user")) && !json_is_string(v) && !json_is_null(v))
         BAD("user", "user: want a string");
+    /* OpenAI fields some clients always send: accepted at their neutral values only */
+    if ((v = json_object_get(root, "echo")) && !json_is_null(v) && !json_is_false(v))
+        BAD("echo", "echo: not supported (only false)");
+    if ((v = json_object_get(root, "logprobs")) && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
+        BAD("logprobs", "logprobs: not supported (only null)");
+    if ((v = json_object_get(root, "presence_penalty")) && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0))
+        BAD("presence_penalty", "presence_penalty: not supported (only 0)");
+    if ((v = json_object_get(root, "frequency_penalty")) && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0))
+        BAD("frequency_penalty", "frequency_penalty: not supported (only 0)");
+    if ((v = json_object_get(root, "logit_bias")) && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0))
+        BAD("logit_bias", "logit_bias: not supported (only {} or null)");
+    if ((v = json_object_get(root, "best_of")) && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1))
+        BAD("best_of", "best_of: not supported (only 1)");
+    if ((v = json_object_get(root, "suffix")) && !json_is_null(v)) BAD("suffix", "suffix: not supported (only null)");
     if ((v = json_object_get(root, "n")) && !json_is_null(v)) {
         long long n;
         if (!as_int(v, &n)) BAD("n", "n: want an integer");

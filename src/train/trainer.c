@@ -98,10 +98,21 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
             phase(m, c, GPT2C_PHASE_COMM);
             GPT2C_TRY(dp->reduce(dp->ctx, m, &loss_mean));
         }
+        /* a NaN/Inf loss would poison the weights: stop before the update, save nothing */
+        if (!isfinite(loss_mean))
+            return gpt2c_fail(GPT2C_ERR_RANGE,
+                              "step %d: the loss is %g (non-finite): training stopped before updating the weights; "
+                              "nothing is saved (the last checkpoint written is kept)",
+                              step, loss_mean);
         gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
         phase(m, c, GPT2C_PHASE_OPTIMIZER);
         if (dp && dp->update) GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, ev.lr, &ev.norm));
         else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
+        if (!isfinite(ev.norm))
+            return gpt2c_fail(GPT2C_ERR_RANGE,
+                              "step %d: the gradient norm is %g (non-finite): training stopped; nothing is saved (the "
+                              "last checkpoint written is kept)",
+                              step, (double)ev.norm);
         ev.ms = (gpt2c_now_ns() - t0) / 1e6;
         ev.loss = (float)loss_mean;
         ev.tok_s = (double)c->B * c->T * c->accum * nranks / (ev.ms / 1e3);

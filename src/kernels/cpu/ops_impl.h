@@ -26,7 +26,12 @@ static inline float vexp(float x) {
     x = x < -87.3f ? -87.3f : x; /* ternaries, not fminf: they map to vmaxps/vminps */
     x = x > 88.7f ? 88.7f : x;
     const float t = x * 1.44269504088896341f;
-    const float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest (1.5 * 2^23 trick) */
+    /* round to nearest (1.5 * 2^23 trick): the sum's low mantissa bits are 0x400000 + n */
+    union {
+        float f;
+        uint32_t u;
+    } rn = {t + 12582912.0f};
+    const float n = rn.f - 12582912.0f;
     float r = fmaf(n, -0.693145751953125f, x);       /* ln2 split in two for an exact n*ln2_hi */
     r = fmaf(n, -1.428606765330187045e-06f, r);
     float p = 1.0f / 720.0f;
@@ -36,11 +41,13 @@ static inline float vexp(float x) {
     p = fmaf(p, r, 0.5f);
     p = fmaf(p, r, 1.0f);
     p = fmaf(p, r, 1.0f);
+    /* 2^n: n + 127 in the exponent bits, in unsigned arithmetic (no float->int
+     * conversion, no signed shift: NaN input stays defined and gives NaN) */
     union {
-        int32_t i;
+        uint32_t u;
         float f;
     } s;
-    s.i = ((int32_t)n + 127) << 23;
+    s.u = (rn.u - 0x4B400000u + 127u) << 23;
     return p * s.f;
 }
 
