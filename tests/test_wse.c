@@ -229,6 +229,12 @@ static void test_gemm_and_reductions(void) {
         CHECK(r.cycles > 0 && r.colors_max == 3, "residual example: %llu cycles, %d colors",
               (unsigned long long)r.cycles, r.colors_max);
     }
+    {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_example_checkerboard(&p, 4, 4, 32, 16, &r) == GPT2C_OK, "checkerboard example: %s",
+              gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-2, "checkerboard (fp16) error %g", r.max_rel_err);
+    }
     /* acceptance 1 (collective level): gemv-collectives_2d within run.py's tolerance, both fidelities */
     for (int f = 0; f < 2; f++) {
         gpt2c_wse_kernel_row r;
