@@ -15,6 +15,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
+#include "kernels/kernels.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "testutil.h"
@@ -127,7 +128,35 @@ static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, g
         free(rdW), free(dW2);
 }
 
+/* The cpu backend's matmul ops take bf16 weight views and run these GEMMs
+ * (same bits as the oracle); the blas backend sends them to ref. */
+static void test_op_table(void) {
+    const gpt2c_kernels *cpu = NULL;
+    CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
+    if (!cpu) return;
+    CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_forward, GPT2C_FMT_BF16));
+    CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_backward, GPT2C_FMT_BF16));
+    const int N = 19, IC = 45, OC = 70;
+    float *X = rnd((size_t)N * IC, 7), *W = rnd((size_t)OC * IC, 8), *D = rnd((size_t)N * OC, 9), *bias = rnd(OC, 10);
+    uint16_t *Wb = to_bf16(W, (size_t)OC * IC);
+    gpt2c_tensor wt = {.fmt = GPT2C_FMT_BF16, .rows = OC, .cols = IC, .data = Wb};
+    float *out = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
+    float *dX = malloc(sizeof(float) * N * IC), *rdX = malloc(sizeof(float) * N * IC);
+    float *dW = calloc((size_t)OC * IC, sizeof(float)), *rdW = calloc((size_t)OC * IC, sizeof(float));
+    float *db = calloc(OC, sizeof(float));
+    cpu->matmul_forward(out, X, &wt, bias, N, IC, OC);
+    ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
+    CHECK_MSG(memcmp(out, ref, sizeof(float) * N * OC) == 0, "cpu matmul_forward with a bf16 weight");
+    cpu->matmul_backward(dX, dW, db, D, X, &wt, N, IC, OC);
+    ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
+    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    CHECK_MSG(memcmp(dX, rdX, sizeof(float) * N * IC) == 0, "cpu matmul_backward dinp with a bf16 weight");
+    CHECK_MSG(memcmp(dW, rdW, sizeof(float) * OC * IC) == 0, "cpu matmul_backward dweight with a bf16 weight");
+    free(X), free(W), free(D), free(bias), free(Wb), free(out), free(ref), free(dX), free(rdX), free(dW), free(rdW), free(db);
+}
+
 int main(void) {
+    test_op_table();
     test_rounding();
     test_oracle();
     omp_set_num_threads(2);

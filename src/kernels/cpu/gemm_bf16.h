@@ -43,6 +43,10 @@ typedef struct {
     const char *name; /* "avx512bf16", "avx512f", "avx2", "scalar" */
     int mr, nr;
     gemm_bf16_kernel_fn kern;
+    /* Optional fast packing of a bf16 B read "transposed" (the forward's
+     * W^T): pair words of columns j (word rows j*ld apart) into
+     * dst[q*NR + j], i.e. a 32-bit transpose (gemm.h's pack_bt on words). */
+    gemm_pack_bt_fn pack_words;
 } gemm_bf16_isa_kernel;
 
 extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */
@@ -63,6 +67,15 @@ typedef struct {
 gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void);
 /* Sets the blocking (rounded to valid values); returns the one in effect. */
 gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b);
+
+/* gemm_tune.c: the blocking guessed from the cache sizes (and set); the
+ * autotune (cached per CPU signature, kernel and threads unless `force`;
+ * sets the blocking it returns; *gflops: the tuned rate, 0 from the cache);
+ * the first-use hook cpu_gemm_bf16 calls (autotune unless cached, or the
+ * cache-size guess with GPT2C_GEMM_AUTOTUNE=0). */
+gemm_bf16_blocking cpu_gemm_bf16_blocking_from_caches(void);
+gemm_bf16_blocking cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops);
+void cpu_gemm_bf16_first_use(gpt2c_isa isa);
 
 void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate);
