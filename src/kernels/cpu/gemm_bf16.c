@@ -24,7 +24,7 @@
 #define MC_STEP 12 /* lcm of every MR */
 #define NC_STEP 64 /* lcm of every NR */
 
-static gemm_bf16_blocking g_blocking = {768, 384, 1024};
+static gemm_bf16_blocking g_blocking = {256, 192, 1024};
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 static int round_up(int a, int b) { return (a + b - 1) / b * b; }

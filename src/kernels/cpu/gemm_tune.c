@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
@@ -24,9 +25,10 @@ gemm_bf16_blocking cpu_gemm_bf16_blocking_from_caches(void) {
     long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (l2 <= 0) l2 = 1 << 20;
     if (l3 <= 0) l3 = 8 << 20;
-    gemm_bf16_blocking b = {768, 0, 0};
+    gemm_bf16_blocking b = {256, 0, 0}; /* a 64-column B panel of kc/2 pair words in half of L1 (32 KiB) */
     while (b.kc > 128 && l2 / 2 / (b.kc * 2) < 96) b.kc /= 2;
     b.mc = (int)(l2 / 2 / (b.kc * 2));
+    if (b.mc > 384) b.mc = 384;
     b.nc = (int)(l3 / 8 / (b.kc * 2)); /* B's block in a share of L3 */
     if (b.nc > 2048) b.nc = 2048;
     return cpu_gemm_bf16_set_blocking(b);
@@ -87,15 +89,23 @@ static void cache_write(const char *path, const char *dir, const char *k, gemm_b
 
 /* Seconds for the three GEMMs of one linear layer (N 256, 768 -> 2304: the
  * qkv projection), the best of two runs. */
+/* wall time; on one thread that thread's CPU time (immune to preemption on a shared machine) */
+static uint64_t tune_clock_ns(void) {
+    if (omp_get_max_threads() > 1) return gpt2c_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static double time_layer(gpt2c_isa isa, float *C, const float *X, const float *D, const uint16_t *W) {
     enum { N = 256, IC = 768, OC = 2304 };
     double best = 1e30;
     for (int r = 0; r < 2; r++) {
-        const uint64_t t0 = gpt2c_now_ns();
+        const uint64_t t0 = tune_clock_ns();
         cpu_linear_gemm_bf16(isa, GEMM_FWD, C, X, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
         cpu_linear_gemm_bf16(isa, GEMM_DINP, C, D, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
         cpu_linear_gemm_bf16(isa, GEMM_DW, C, D, GPT2C_FMT_F32, X, GPT2C_FMT_F32, N, IC, OC);
-        const double t = (double)(gpt2c_now_ns() - t0) * 1e-9;
+        const double t = (double)(tune_clock_ns() - t0) * 1e-9;
         if (t < best) best = t;
     }
     return best;
@@ -127,15 +137,15 @@ gemm_bf16_blocking cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_ca
     for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = 0x3c00; /* 2^-7 */
     memset(C, 0, sizeof(float) * OC * IC);
     g_tuning = 1;
-    /* candidates around the guess; at most ~1.5 s in all */
-    static const int kcs[] = {384, 768}, mcs[] = {192, 384}, ncs[] = {512, 1024, 2048};
+    /* candidates around the guess; at most ~2 s in all */
+    static const int kcs[] = {256, 384, 192, 768}, mcs[] = {192, 96, 384}, ncs[] = {1024, 512, 2048};
     gemm_bf16_blocking best = guess;
     time_layer(isa, C, X, D, W); /* warm-up */
     double tbest = time_layer(isa, C, X, D, W);
     const uint64_t t_start = gpt2c_now_ns();
-    for (size_t a = 0; a < 2; a++)
-        for (size_t m = 0; m < 2; m++)
-            for (size_t n = 0; n < 3 && (double)(gpt2c_now_ns() - t_start) < 1.5e9; n++) {
+    for (size_t a = 0; a < 4; a++)
+        for (size_t m = 0; m < 3; m++)
+            for (size_t n = 0; n < 3 && (double)(gpt2c_now_ns() - t_start) < 2e9; n++) {
                 const gemm_bf16_blocking c = cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){kcs[a], mcs[m], ncs[n]});
                 const double t = time_layer(isa, C, X, D, W);
                 if (t < tbest) tbest = t, best = c;
