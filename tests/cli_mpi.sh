@@ -47,6 +47,9 @@ MAXDIFF=${GPT2C_ST_MAXDIFF:-}
 # root in a container: Open MPI refuses root unless told; 2 cores: allow more ranks than cores;
 # no ptrace-based single copy between processes (often blocked in containers)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+# sanitizer builds: Open MPI's own allocations at exit are not ours (full stacks so the suppressions match)
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/lsan_mpi.supp:print_suppressions=0"
 MPI=("$MPIEXEC" --oversubscribe --timeout 120)
 mpi() { local np=$1; shift; "${MPI[@]}" -np "$np" "$G" "$@"; }
 

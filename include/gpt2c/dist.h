@@ -41,6 +41,8 @@ void gpt2c_dist_abort(gpt2c_dist *d, int code);
 
 int gpt2c_dist_rank(const gpt2c_dist *d);
 int gpt2c_dist_size(const gpt2c_dist *d);
+/* Ranks on this rank's machine (shared memory), this one included. */
+int gpt2c_dist_local_size(gpt2c_dist *d);
 /* "host-a (ranks 0-1), host-b (ranks 2-3)" on rank 0 (others: ""); number of hosts */
 gpt2c_status gpt2c_dist_hosts(gpt2c_dist *d, char *buf, size_t n, int *nhosts);
 
@@ -53,7 +55,7 @@ void gpt2c_dist_bcast_msg(gpt2c_dist *d, int root, char *msg, size_t n);
 
 typedef struct gpt2c_dist_opts {
     int zero;        /* 0: plain data parallel; 1: ZeRO-1 (sharded AdamW moments and update) */
-    int overlap;     /* start bucket all-reduces during backward (default 1) */
+    int overlap;     /* 1: a communication thread reduces buckets during backward (default); 0: after it */
     size_t bucket_floats; /* small tensors of a layer are packed into buckets of at most this many floats */
 } gpt2c_dist_opts;
 gpt2c_dist_opts gpt2c_dist_opts_default(void);
@@ -74,11 +76,14 @@ void gpt2c_dist_after_save(gpt2c_dist *d, gpt2c_model *m);
 /* Bytes this rank holds for AdamW moments (full, or its ZeRO-1 shard). */
 size_t gpt2c_dist_optimizer_bytes(const gpt2c_dist *d, const gpt2c_model *m);
 
-/* Totals since attach: gradient bytes all-reduced by this rank, time spent
- * in MPI calls during backward (posting and progressing, overlapped) and in
- * the final wait (not hidden). */
+/* Totals since attach: gradient bytes all-reduced by this rank; comm_ms:
+ * from the first bucket posted to the last one complete (the all-reduce's
+ * span, on the communication thread when overlapping); wait_ms: the part of
+ * it the main thread waited for after backward (not hidden); gather_ms:
+ * ZeRO-1's parameter all-gather; skew_ms (--overlap 0 only): waiting at a
+ * barrier for the slowest rank before the all-reduce (inside wait_ms). */
 typedef struct gpt2c_dist_stats {
-    double bytes, post_ms, wait_ms, gather_ms;
+    double bytes, comm_ms, wait_ms, gather_ms, skew_ms;
     int steps;
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);

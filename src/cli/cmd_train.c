@@ -17,6 +17,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
@@ -37,20 +38,6 @@ typedef struct {
     gpt2c_dist *dist;            /* NULL: one process (or built without MPI) */
     int shared_failure;          /* every rank knows the run failed (no abort needed) */
 } train_ui;
-
-static void prof_step_begin(gpt2c_model *m, int step, void *user) {
-    (void)m;
-    gpt2c_profile_session_step_begin(((train_ui *)user)->prof, step);
-}
-static void prof_phase(gpt2c_model *m, gpt2c_phase ph, void *user) {
-    (void)m;
-    gpt2c_profile_session_phase(((train_ui *)user)->prof, ph);
-}
-static void prof_step_end(gpt2c_model *m, int step, void *user) {
-    (void)m;
-    (void)step;
-    gpt2c_profile_session_step_end(((train_ui *)user)->prof);
-}
 
 static void on_event(const gpt2c_train_event *ev, void *user) {
     train_ui *ui = user;
@@ -296,7 +283,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--eval-batches", CLI_INT, &eval_batches, "validation batches (default 10)", 1, 1 << 30},
         {"--seed", CLI_LONG, &seed, "seed for init and shuffling (default 1337)", 0, 9.2e18},
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
+        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores; under mpirun: cores / ranks on the machine)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
@@ -327,6 +314,13 @@ static int train_setup(int argc, char **argv, train_job *J) {
     (void)overlap;
 #endif
     train_ui *ui = &J->ui;
+#ifdef GPT2C_HAVE_MPI
+    if (J->ui.dist && !cli_given("--threads")) { /* share the machine's cores with the other ranks on it */
+        const int local = gpt2c_dist_local_size(J->ui.dist);
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        if (local > 1) threads = cores / local > 1 ? (int)(cores / local) : 1;
+    }
+#endif
     if (!data) return cli_error("train", "--data is required (token shards from gpt2c tokenize)");
     J->cfg = (gpt2c_train_cfg){.B = B, .T = T, .steps = steps, .accum = accum, .lr = (float)lr, .warmup = warmup,
                                .min_lr_frac = (float)min_lr_frac, .eval_every = val_data ? eval_every : 0,
@@ -370,6 +364,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return rc;
     }
     gpt2c_model *m = J->m;
+    if (m->qw) /* quantized weights have no gradient: they are frozen bases */
+        return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
+                         "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
     ui->tty = isatty(2);
     ui->print_every = steps > 100 ? steps / 50 : 1;
     ui->first_step = start_step;
@@ -422,9 +420,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         po.backend = backend;
         po.command_line = "gpt2c train";
         if (gpt2c_profile_session_begin(&ui->prof, m, &po) != GPT2C_OK) return cli_fail_status("train");
-        cfg->on_step_begin = prof_step_begin;
-        cfg->on_phase = prof_phase;
-        cfg->on_step_end = prof_step_end;
+        cfg->hooks = gpt2c_profile_session_hooks(ui->prof);
     }
     if (ui->rank == 0) {
         fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
@@ -472,10 +468,12 @@ static int train_run(train_job *J) {
 #ifdef GPT2C_HAVE_MPI
     if (ui->dist && getenv("GPT2C_DIST_STATS")) { /* bench/mpi.sh: each rank's communication totals */
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
-        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step, in backward %.1f ms/step, "
-                "waiting after %.1f ms/step, all-gather %.1f ms/step, peak RSS %.2f GiB\n", ui->rank, s.steps,
-                s.steps ? s.bytes / s.steps / 1048576.0 : 0, s.steps ? s.post_ms / s.steps : 0,
-                s.steps ? s.wait_ms / s.steps : 0, s.steps ? s.gather_ms / s.steps : 0,
+        const double n = s.steps > 0 ? s.steps : 1;
+        const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
+        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step over %.1f ms/step, waited for "
+                "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f ms/step, "
+                "peak RSS %.2f GiB\n", ui->rank, s.steps, s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
+                s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
                 gpt2c_peak_rss_bytes() / 1073741824.0);
     }
 #endif
@@ -519,9 +517,9 @@ int cmd_train(int argc, char **argv) {
 #endif
         if (J.ui.rank == 0) cli_fail_status("train");
     }
-    train_free(&J);
 #ifdef GPT2C_HAVE_MPI
-    gpt2c_dist_finalize(J.ui.dist);
+    gpt2c_dist_finalize(J.ui.dist); /* before the model: it unhooks itself from it */
 #endif
+    train_free(&J);
     return rc;
 }

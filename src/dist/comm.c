@@ -25,10 +25,13 @@ gpt2c_status gpt2c_dist_init(gpt2c_dist **out) {
     *out = NULL;
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
-    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    /* serialized: the communication thread and the main thread call MPI in turns, never at once */
+    if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return gpt2c_fail(GPT2C_ERR_IO, "mpi: MPI_Init_thread failed (started by mpirun? see docs/DISTRIBUTED.md)");
+    if (inited) MPI_Query_thread(&provided);
     gpt2c_dist *d = calloc(1, sizeof *d);
     if (!d) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory");
+    d->thread_level = provided;
     /* failures come back as codes (reported, then MPI_Abort by the caller) */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     d->comm = MPI_COMM_WORLD;
@@ -41,7 +44,10 @@ gpt2c_status gpt2c_dist_init(gpt2c_dist **out) {
     return GPT2C_OK;
 }
 
+void dist_stop_thread(gpt2c_dist *d);
+
 static void detach(gpt2c_dist *d) {
+    dist_stop_thread(d);
     if (d->m && d->m->grads_final_ctx == d) {
         d->m->on_grads_final = NULL;
         d->m->grads_final_ctx = NULL;
@@ -70,6 +76,15 @@ void gpt2c_dist_abort(gpt2c_dist *d, int code) {
 
 int gpt2c_dist_rank(const gpt2c_dist *d) { return d ? d->rank : 0; }
 int gpt2c_dist_size(const gpt2c_dist *d) { return d ? d->size : 1; }
+
+int gpt2c_dist_local_size(gpt2c_dist *d) {
+    MPI_Comm local;
+    int n = 1;
+    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &local) != MPI_SUCCESS) return 1;
+    MPI_Comm_size(local, &n);
+    MPI_Comm_free(&local);
+    return n;
+}
 
 gpt2c_status gpt2c_dist_hosts(gpt2c_dist *d, char *buf, size_t n, int *nhosts) {
     char name[MPI_MAX_PROCESSOR_NAME] = {0};

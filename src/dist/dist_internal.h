@@ -3,6 +3,8 @@
 #define GPT2C_DIST_INTERNAL_H
 
 #include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #include "gpt2c/dist.h"
 
@@ -32,14 +34,26 @@ struct gpt2c_dist {
     int nbuckets;
     float *pack_mem;
     MPI_Request *reqs; /* one per bucket */
-    int posted;        /* buckets posted this step */
+    int posted;        /* buckets posted this step (by the comm thread while a step is active) */
     int armed;         /* on_grads_final is set for this step */
-    gpt2c_status hook_error; /* the hook cannot return one: reduce() does */
+    /* overlap: a communication thread posts each group's buckets as backward
+     * finishes it and drives MPI's progress; the main thread makes no MPI call
+     * while a step's reduction is active (MPI_THREAD_SERIALIZED) */
+    int have_thread;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready;         /* lowest group final so far (num_layers + 1: none); atomic */
+    int active, finished, quit;
+    gpt2c_status thread_status;
+    char thread_msg[512];
+    uint64_t t_first_post;
     /* ZeRO-1: this rank's part [lo, hi) of the slab and its moments */
     size_t lo, hi;
     float *m_shard, *v_shard;
     int *counts, *displs; /* every rank's part, for the all-gather */
     int moments_gathered;  /* rank 0 holds full m_mem / v_mem for a save */
+    int thread_level;      /* what MPI_Init_thread provided */
     /* fault injection for the tests: GPT2C_DIST_FAIL=rank:step */
     int fail_rank, fail_step;
     gpt2c_dist_stats stats;

@@ -1,13 +1,14 @@
 /* Gradient all-reduce in fixed buckets, overlapped with backward.
  *
  * Backward calls on_grads_final(layer) when a group's gradients are final
- * (final layernorm, then blocks L-1 .. 0, then the embeddings).  The hook
- * posts that group's buckets (MPI_Iallreduce, in place, sum) and gives MPI a
- * chance to progress the ones already posted (Open MPI moves a nonblocking
- * collective forward only inside MPI calls; there is no progress thread).
- * reduce() posts whatever is left, waits for all and unpacks.  Without
- * overlap the same buckets are posted in the same order after backward: the
- * sequence of collectives, and so the numbers, are the same either way. */
+ * (final layernorm, then blocks L-1 .. 0, then the embeddings); each group's
+ * buckets are then all-reduced (MPI_Iallreduce, in place, sum) by a
+ * communication thread while backward goes on.  reduce() waits for the last
+ * one and unpacks.  Without overlap the same buckets are posted in the same
+ * order after backward: the sequence of collectives, and so the numbers, are
+ * the same either way. */
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,14 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
     return GPT2C_OK;
 }
 
+/* Bytes of group `group`'s buckets (-1 with all: every bucket): a profiler scope's bytes. */
+static double bytes_ready(const gpt2c_dist *d, int group) {
+    double n = 0;
+    for (int b = 0; b < d->nbuckets; b++)
+        if (d->buckets[b].group == group || (group == -1 && d->opts.overlap == 0)) n += (double)d->buckets[b].n;
+    return n * sizeof(float);
+}
+
 static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     dist_bucket *bk = &d->buckets[b];
     float *g = d->m->grads_mem, *buf;
@@ -112,63 +121,163 @@ static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     return GPT2C_OK;
 }
 
-/* Posts every bucket of groups down to `group` (in plan order), then lets
- * MPI progress the posted ones. */
-static gpt2c_status post_through(gpt2c_dist *d, int group) {
-    while (d->posted < d->nbuckets && d->buckets[d->posted].group >= group) {
-        GPT2C_TRY(post_bucket(d, d->posted));
-        d->posted++;
+/* ---- overlap: the communication thread -----------------------------------
+ * Backward's hook only records which groups are final and wakes the thread;
+ * the thread posts their buckets in plan order and keeps calling MPI_Testall
+ * (Open MPI moves a nonblocking collective forward only inside MPI calls),
+ * yielding the core between calls.  reduce() hands everything left to it
+ * and waits until all buckets are complete; only then does the main thread
+ * call MPI again. */
+static int load_ready(gpt2c_dist *d) { return __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE); }
+
+static int can_post(gpt2c_dist *d) {
+    return d->active && d->posted < d->nbuckets && d->buckets[d->posted].group >= load_ready(d);
+}
+
+static void *comm_thread(void *arg) {
+    gpt2c_dist *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->quit && !can_post(d)) pthread_cond_wait(&d->cv, &d->mu);
+        if (d->quit) break;
+        const int ready = load_ready(d);
+        pthread_mutex_unlock(&d->mu);
+        gpt2c_status st = GPT2C_OK;
+        if (!d->t_first_post) d->t_first_post = gpt2c_now_ns();
+        while (st == GPT2C_OK && d->posted < d->nbuckets && d->buckets[d->posted].group >= ready) {
+            st = post_bucket(d, d->posted);
+            d->posted++;
+        }
+        int done = 0;
+        while (st == GPT2C_OK) { /* progress until all posted are done or more gradients are final */
+            int err = MPI_Testall(d->posted, d->reqs, &done, MPI_STATUSES_IGNORE);
+            if (err != MPI_SUCCESS) st = dist_mpi_fail(err, "MPI_Testall(gradient buckets)");
+            if (done || load_ready(d) < ready) break;
+            sched_yield();
+        }
+        pthread_mutex_lock(&d->mu);
+        if (st != GPT2C_OK) {
+            d->thread_status = st;
+            snprintf(d->thread_msg, sizeof d->thread_msg, "%s", gpt2c_errmsg());
+        }
+        if (st != GPT2C_OK || (done && d->posted == d->nbuckets)) {
+            d->stats.comm_ms += (gpt2c_now_ns() - d->t_first_post) / 1e6;
+            d->active = 0;
+            d->finished = 1;
+            pthread_cond_broadcast(&d->cv);
+        }
     }
-    int done = 0;
-    DIST_MPI(MPI_Testall(d->posted, d->reqs, &done, MPI_STATUSES_IGNORE));
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static gpt2c_status start_thread(gpt2c_dist *d) {
+    if (d->thread_level < MPI_THREAD_SERIALIZED) { /* this MPI cannot: reduce after backward */
+        d->opts.overlap = 0;
+        return GPT2C_OK;
+    }
+    if (pthread_mutex_init(&d->mu, NULL) != 0) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: cannot create a mutex");
+    if (pthread_cond_init(&d->cv, NULL) != 0) {
+        pthread_mutex_destroy(&d->mu);
+        return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: cannot create a condition variable");
+    }
+    if (pthread_create(&d->thread, NULL, comm_thread, d) != 0) {
+        pthread_cond_destroy(&d->cv);
+        pthread_mutex_destroy(&d->mu);
+        return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: cannot start the communication thread");
+    }
+    d->have_thread = 1;
     return GPT2C_OK;
 }
 
-/* Bytes the next post_through(d, group) will post: the profiler scope's bytes. */
-static double bytes_through(const gpt2c_dist *d, int group) {
-    double n = 0;
-    for (int b = d->posted; b < d->nbuckets && d->buckets[b].group >= group; b++) n += (double)d->buckets[b].n;
-    return n * sizeof(float);
+void dist_stop_thread(gpt2c_dist *d) {
+    if (!d->have_thread) return;
+    pthread_mutex_lock(&d->mu);
+    d->quit = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->thread, NULL);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    d->have_thread = 0;
 }
 
-/* on_grads_final: a hook cannot fail, so an error is kept for reduce() */
+static void mark_ready(gpt2c_dist *d, int group) {
+    pthread_mutex_lock(&d->mu);
+    __atomic_store_n(&d->ready, group, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* on_grads_final: groups L, L-1, ..., 0, -1 in turn */
 static void on_grads_final(void *ctx, int layer) {
     gpt2c_dist *d = ctx;
-    if (d->hook_error != GPT2C_OK) return;
-    uint64_t t0 = gpt2c_now_ns();
-    gpt2c_status st = GPT2C_OK;
-    GPT2C_PROF_OP(d->m->prof, GPT2C_OP_ALLREDUCE, layer, 0, bytes_through(d, layer), st = post_through(d, layer));
-    d->hook_error = st;
-    d->stats.post_ms += (gpt2c_now_ns() - t0) / 1e6;
+    GPT2C_PROF_OP(d->m->prof, GPT2C_OP_ALLREDUCE, layer, 0, bytes_ready(d, layer), mark_ready(d, layer));
 }
 
 static void arm(void *ctx, gpt2c_model *m) {
     gpt2c_dist *d = ctx;
+    if (!d->have_thread) return;
+    pthread_mutex_lock(&d->mu);
     d->posted = 0;
-    d->hook_error = GPT2C_OK;
-    if (!d->opts.overlap) return;
+    __atomic_store_n(&d->ready, m->cfg.num_layers + 1, __ATOMIC_RELEASE);
+    d->active = 1;
+    d->finished = 0;
+    d->t_first_post = 0;
+    d->thread_status = GPT2C_OK;
+    pthread_mutex_unlock(&d->mu);
     m->on_grads_final = on_grads_final;
     m->grads_final_ctx = d;
     d->armed = 1;
 }
 
+/* Without the thread: post every bucket, in the same order, and wait. */
+static gpt2c_status reduce_now(gpt2c_dist *d) {
+    /* a barrier first: the time ranks wait for the slowest (skew) is then
+     * not counted as the all-reduce's (GPT2C_DIST_STATS) */
+    const uint64_t t0 = gpt2c_now_ns();
+    DIST_MPI(MPI_Barrier(d->comm));
+    d->stats.skew_ms += (gpt2c_now_ns() - t0) / 1e6;
+    d->posted = 0;
+    for (int b = 0; b < d->nbuckets; b++) {
+        GPT2C_TRY(post_bucket(d, b));
+        d->posted++;
+    }
+    DIST_MPI(MPI_Waitall(d->nbuckets, d->reqs, MPI_STATUSES_IGNORE));
+    return GPT2C_OK;
+}
+
+/* With the thread: everything is final now; wait for the last bucket. */
+static gpt2c_status reduce_wait(gpt2c_dist *d) {
+    mark_ready(d, -1);
+    pthread_mutex_lock(&d->mu);
+    while (!d->finished) pthread_cond_wait(&d->cv, &d->mu);
+    const gpt2c_status st = d->thread_status;
+    pthread_mutex_unlock(&d->mu);
+    if (st != GPT2C_OK) return gpt2c_fail(st, "%s", d->thread_msg);
+    return GPT2C_OK;
+}
+
 static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     gpt2c_dist *d = ctx;
+    const int threaded = d->armed;
     if (d->armed) {
         m->on_grads_final = NULL;
         m->grads_final_ctx = NULL;
         d->armed = 0;
     }
-    GPT2C_TRY(d->hook_error);
-    if (d->fail_rank == d->rank && d->fail_step == d->stats.steps)
+    if (d->fail_rank == d->rank && d->fail_step == d->stats.steps) {
+        if (threaded) (void)reduce_wait(d); /* leave no thread inside MPI */
         return gpt2c_fail(GPT2C_ERR_IO, "injected failure at step %d (GPT2C_DIST_FAIL)", d->stats.steps);
-    uint64_t t0 = gpt2c_now_ns();
+    }
+    const uint64_t t0 = gpt2c_now_ns();
+    const double skew0 = d->stats.skew_ms;
     gpt2c_status st = GPT2C_OK;
-    GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, bytes_through(d, -1), st = post_through(d, -1);
-                  if (st == GPT2C_OK) {
-                      int err = MPI_Waitall(d->nbuckets, d->reqs, MPI_STATUSES_IGNORE);
-                      if (err != MPI_SUCCESS) st = dist_mpi_fail(err, "MPI_Waitall(gradient buckets)");
-                  });
+    GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, threaded ? 0 : bytes_ready(d, -1),
+                  st = threaded ? reduce_wait(d) : reduce_now(d));
+    const double waited = (gpt2c_now_ns() - t0) / 1e6;
+    d->stats.wait_ms += waited;
+    if (!threaded) d->stats.comm_ms += waited - (d->stats.skew_ms - skew0);
     GPT2C_TRY(st);
     for (int b = 0; b < d->nbuckets; b++) { /* unpack */
         const dist_bucket *bk = &d->buckets[b];
@@ -182,7 +291,6 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     double sum = 0;
     DIST_MPI(MPI_Allreduce(loss, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
     *loss = sum / d->size;
-    d->stats.wait_ms += (gpt2c_now_ns() - t0) / 1e6;
     d->stats.steps++;
     return GPT2C_OK;
 }
@@ -209,6 +317,7 @@ gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_o
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
     GPT2C_TRY(plan(d, m));
     if (o->zero) GPT2C_TRY(dist_zero_attach(d, m));
+    if (d->opts.overlap) GPT2C_TRY(start_thread(d));
     *dp = (gpt2c_train_dp){.rank = d->rank, .nranks = d->size, .ctx = d, .arm = arm, .reduce = reduce,
                            .update = o->zero ? dist_zero_update : NULL, .mean = mean};
     return GPT2C_OK;
