@@ -58,3 +58,13 @@ uptime >> "$OUT/machine.txt"
     grep -h "gpt2c train: rank" "$OUT/$name.r1.txt" | sed 's/^gpt2c train: /      /' || true
   done
 } | tee "$OUT/summary.txt"
+
+# the all-reduce alone (bench/mpi_allreduce.c): one block's bucket group and the whole gradient,
+# Open MPI's default for in-place MPI_Iallreduce (binomial tree) against its ring
+mpicc -O2 bench/mpi_allreduce.c -o "$OUT/mpi_allreduce"
+{
+  for bytes in 28.35e6 497.9e6; do
+    echo "default: $("${MPI[@]}" -np 2 "$OUT/mpi_allreduce" $bytes 5 2>&1 | tail -1)"
+    echo "ring:    $("${MPI[@]}" --mca coll_libnbc_iallreduce_algorithm 1 -np 2 "$OUT/mpi_allreduce" $bytes 5 2>&1 | tail -1)"
+  done
+} | tee "$OUT/allreduce.txt"
