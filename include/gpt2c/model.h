@@ -80,8 +80,14 @@ typedef struct gpt2c_model {
     float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
     int opt_step;         /* AdamW steps taken so far */
     int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
+    /* Per tensor: 1 = trained (the default); 0 = frozen: backward computes no
+     * gradient for it (its weight-gradient GEMM is skipped), the update no
+     * moments and the norm leaves it out.  Set with gpt2c_model_set_trainable. */
+    uint8_t trainable[GPT2C_NUM_PARAM_TENSORS];
+    int num_frozen;
 
     const struct gpt2c_kernels *k;
+    struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
     gpt2c_profiler *prof; /* NULL: profiling off */
     /* Data parallel (src/dist): backward calls this as parameter gradients
      * become final, so their all-reduce can start while earlier layers still
@@ -155,6 +161,10 @@ typedef struct gpt2c_adamw_cfg {
  * zeroing is fused into AdamW where the backend can), so the next
  * gpt2c_model_zero_grad costs nothing. */
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *opt, float lr, float *norm);
+/* Freezes (trainable 0) or unfreezes tensor `id` (GPT2C_P_*) for every layer:
+ * LoRA and pruning train a subset.  A frozen tensor's gradient is zero. */
+gpt2c_status gpt2c_model_set_trainable(gpt2c_model *m, int id, int trainable);
+
 /* Allocates the AdamW moments (zeroed) if not yet there. */
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m);
 gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m);

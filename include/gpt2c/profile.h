@@ -57,6 +57,15 @@ typedef enum {
 
 const char *gpt2c_op_name(gpt2c_op op);
 const char *gpt2c_phase_name(gpt2c_phase ph);
+
+/* Marks of a training loop's structure, for its observer (a profile session
+ * provides them: gpt2c_profile_session_hooks).  Any may be NULL. */
+typedef struct gpt2c_step_hooks {
+    void (*step_begin)(void *user, int step); /* before the step's evaluation, if any */
+    void (*phase)(void *user, gpt2c_phase ph); /* a phase begins */
+    void (*step_end)(void *user, int step);   /* after the step's update */
+    void *user;
+} gpt2c_step_hooks;
 const char *gpt2c_layer_type_name(gpt2c_layer_type lt);
 gpt2c_layer_type gpt2c_op_layer_type(gpt2c_op op);
 

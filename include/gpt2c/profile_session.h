@@ -55,6 +55,9 @@ void gpt2c_profile_session_step_begin(gpt2c_profile_session *s, int step);
 void gpt2c_profile_session_phase(gpt2c_profile_session *s, gpt2c_phase ph);
 void gpt2c_profile_session_step_end(gpt2c_profile_session *s);
 void gpt2c_profile_session_trial_end(gpt2c_profile_session *s);
+/* The three above as a training loop's hooks (gpt2c_train_cfg.hooks,
+ * gpt2c_step_cfg.hooks): the session is the profiler's one owner. */
+gpt2c_step_hooks gpt2c_profile_session_hooks(gpt2c_profile_session *s);
 /* Detaches from the model; aggregates are final after this. */
 gpt2c_status gpt2c_profile_session_end(gpt2c_profile_session *s);
 

@@ -76,6 +76,18 @@ void gpt2c_nf4_dq_unpack(const uint8_t *codes8, const float *absmax2, float offs
  * per-thread buffer, never as a whole.  The ISA follows gpt2c_cpu_isa(). */
 void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                          int o0, int o1);
+/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 3 rows) runs with the
+ * activations quantized to int8 per block of 32, as llama.cpp's Q8_0 does
+ * (da = absmax / 127, round to nearest), and integer dot products; that is
+ * the default there (GPT2C_QUANT_ACT=f32 turns it off).  Everything else
+ * keeps the activations fp32 and computes with exactly the dequantized
+ * weights.  Returns whether int8 activations are in use; set_ asks for them
+ * (granted only where VNNI runs) and returns the same. */
+int gpt2c_qmatmul_int8_act(void);
+int gpt2c_qmatmul_set_int8_act(int on);
+/* The int8-activation scheme in plain C (its oracle in tests). */
+void gpt2c_qmatmul_range_int8_scalar(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N,
+                                     int act, int o0, int o1);
 /* The scalar version (the oracle in tests): dequantize a row, dot with fp32. */
 void gpt2c_qmatmul_range_scalar(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N,
                                 int act, int o0, int o1);

@@ -55,14 +55,46 @@ typedef struct gpt2c_train_cfg {
     void (*on_event)(const gpt2c_train_event *ev, void *user);
     /* called with the number of completed steps; a failure stops training */
     gpt2c_status (*on_checkpoint)(gpt2c_model *m, int steps_done, const gpt2c_dataloader *train, void *user);
-    /* profiler hooks (may be NULL): a step begins (before its evaluation, if any), a phase
-     * begins (data, forward, backward, optimizer, eval), a step ends (after its update) */
-    void (*on_step_begin)(gpt2c_model *m, int step, void *user);
-    void (*on_phase)(gpt2c_model *m, gpt2c_phase phase, void *user);
-    void (*on_step_end)(gpt2c_model *m, int step, void *user);
-    void *user;
+    void *user;               /* for on_event and on_checkpoint */
+    gpt2c_step_hooks hooks;   /* step / phase marks (a profile session's), all NULL: none */
     const gpt2c_train_dp *dp; /* NULL: one process */
 } gpt2c_train_cfg;
+
+/* ---- one training step: the same code for the trainer, `profile` and `bench train` ----
+ *
+ *   zero_grad -> accum x (data, forward, backward) -> reduce -> update
+ *
+ * reduce is dp->reduce (gradients summed over ranks, started per layer during
+ * the last backward through dp->arm), a no-op without dp; update is
+ * dp->update (sharded) or gpt2c_model_update (AdamW, src/train/adamw.c).
+ * A non-finite loss stops the step before the update (the weights stay as
+ * they were), a non-finite gradient norm after it: both GPT2C_ERR_RANGE. */
+
+/* Where a step's micro-batches come from: fills *inputs and *targets (B*T
+ * ids each, valid until the next call). */
+typedef struct gpt2c_batch_source {
+    gpt2c_status (*next)(void *ctx, const int32_t **inputs, const int32_t **targets);
+    void *ctx;
+} gpt2c_batch_source;
+
+typedef struct gpt2c_step_cfg {
+    int B, T, accum;            /* rows per micro-batch and process, sequence, micro-batches */
+    float lr;                   /* this step's learning rate */
+    gpt2c_adamw_cfg adamw;
+    const gpt2c_train_dp *dp;   /* NULL: one process (reduce is a no-op) */
+    gpt2c_step_hooks hooks;     /* phase marks; phase NULL: m->prof's phase is set directly */
+    int step;                   /* the step's index, for messages */
+} gpt2c_step_cfg;
+
+typedef struct gpt2c_step_stats {
+    float loss;  /* mean over micro-batches (and ranks) */
+    float norm;  /* gradient norm before clipping */
+    /* wall time of each stage (data loading is counted apart from forward) */
+    double data_ms, forward_ms, backward_ms, reduce_ms, update_ms, total_ms;
+} gpt2c_step_stats;
+
+gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt2c_batch_source *src,
+                              gpt2c_step_stats *out);
 
 /* Learning rate at 0-based step: linear warmup over `warmup` steps, then
  * constant or cosine decay to lr * min_lr_frac at the last step. */

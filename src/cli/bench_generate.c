@@ -3,11 +3,24 @@
  * decode steps for every sequence (timed).  Reports medians over the runs. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/infer_common.h"
+#include "cli/quant_arg.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
+
+/* Resident set size now (Linux /proc/self/statm; 0 elsewhere). */
+static long long current_rss_bytes(void) {
+    long long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    if (fscanf(f, "%lld %lld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+    return rss * sysconf(_SC_PAGESIZE);
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -26,7 +39,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu";
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL;
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -38,13 +51,22 @@ int bench_generate(int argc, char **argv) {
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+        QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
     const int nthreads = gpt2c_set_threads(threads);
 
     gpt2c_model *m = NULL;
+    const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
+    if (quant_arg_apply("bench generate", quant, model, m, 1)) {
+        gpt2c_model_free(m);
+        return 1;
+    }
+    /* the weights' resident memory: what loading (and quantizing) left mapped */
+    const double resident_mb = ((double)current_rss_bytes() - rss0) / 1e6;
+    const char *fmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : "f32";
     const gpt2c_config *c = &m->cfg;
     if (P + N > c->max_seq_len) {
         gpt2c_model_free(m);
@@ -86,22 +108,25 @@ int bench_generate(int argc, char **argv) {
         rc = cli_fail_status("bench generate");
     } else {
         const double prefill = median(pf, runs), decode = median(dc, runs);
-        const double wbytes = 4.0 * (double)m->num_params; /* fp32 weights streamed per decode step */
+        /* weights streamed per decode step (quantized: codes + scales) */
+        const double wbytes = m->qw ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)m->num_params;
         const double step_s = batch / decode;
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
             printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"prompt_len\":%d,\"tokens\":%d,\"batch\":%d,"
                    "\"runs\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
-                   "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
+                   "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f,"
+                   "\"format\":\"%s\",\"weights_resident_mb\":%.1f}\n",
                    model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
-                   wbytes / 1e6, state_mb, rss_mb);
+                   wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb);
         } else {
-            printf("model %s (%zu params, %.0f MB fp32%s), backend %s, %d threads, batch %d\n", model, m->num_params,
-                   wbytes / 1e6, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
+            printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, m->num_params,
+                   wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,
                    wbytes / step_s / 1e9);
-            printf("memory   weights %.1f MB, KV cache + buffers %.1f MB, peak RSS %.1f MB\n", wbytes / 1e6, state_mb, rss_mb);
+            printf("memory   weights %.1f MB (%.1f MB resident after loading), KV cache + buffers %.1f MB, peak RSS %.1f MB\n",
+                   wbytes / 1e6, resident_mb, state_mb, rss_mb);
         }
     }
     free(prompt);

@@ -13,6 +13,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/model.h"
+#include "gpt2c/train.h"
 #include "model/costs.h"
 
 /* process CPU time (all threads), seconds: on a shared machine, CPU ms per
@@ -47,6 +48,17 @@ static void step_flops(const gpt2c_config *c, int B, int T, double *fwd, double 
     b += L * cost_attention_bwd(B, T, C, NH, S).flops + cost_matmul_bwd(N, C, Vp, GPT2C_FMT_F32).flops;
     *fwd = f;
     *train = f + b;
+}
+
+/* the same batch every step */
+typedef struct {
+    const int32_t *inputs, *targets;
+} fixed_batch;
+static gpt2c_status fixed_next(void *ctx, const int32_t **inputs, const int32_t **targets) {
+    const fixed_batch *b = ctx;
+    *inputs = b->inputs;
+    *targets = b->targets;
+    return GPT2C_OK;
 }
 
 typedef struct {
@@ -88,7 +100,9 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     double ffw, ftrain;
     step_flops(&cfg, B, T, &ffw, &ftrain);
     const double flops = forward_only ? ffw : ftrain;
-    const gpt2c_adamw_cfg opt = {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0};
+    const gpt2c_step_cfg sc = {B, T, 1, 1e-4f, {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0}, NULL, {0}, 0};
+    const fixed_batch fb = {tok, tok + 1};
+    const gpt2c_batch_source src = {fixed_next, (void *)&fb};
 
     result res[64];
     int nres = 0;
@@ -110,23 +124,20 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
             for (int s = -warmup; s < steps; s++) {
                 if (s == 0) cpu0 = cpu_seconds();
-                float loss, norm;
-                uint64_t t0 = gpt2c_now_ns();
-                if (gpt2c_model_forward(m, tok, tok + 1, B, T, &loss) != GPT2C_OK) status = 1;
-                uint64_t t1 = gpt2c_now_ns(), t2 = t1, t3 = t1;
-                if (!forward_only && !status) {
-                    gpt2c_model_zero_grad(m);
-                    if (gpt2c_model_backward(m, 1.0f) != GPT2C_OK) status = 1;
-                    t2 = gpt2c_now_ns();
-                    if (!status && gpt2c_model_update(m, &opt, 1e-4f, &norm) != GPT2C_OK) status = 1;
-                    t3 = gpt2c_now_ns();
+                gpt2c_step_stats st = {0};
+                if (forward_only) { /* a forward pass alone */
+                    const uint64_t t0 = gpt2c_now_ns();
+                    if (gpt2c_model_forward(m, tok, tok + 1, B, T, &st.loss) != GPT2C_OK) status = 1;
+                    st.forward_ms = st.total_ms = (gpt2c_now_ns() - t0) * 1e-6;
+                } else if (gpt2c_train_step(m, &sc, &src, &st) != GPT2C_OK) { /* the trainer's step */
+                    status = 1;
                 }
                 if (status) break;
                 if (s >= 0) {
-                    ms[s] = (t3 - t0) * 1e-6;
-                    fw[s] = (t1 - t0) * 1e-6;
-                    bw[s] = (t2 - t1) * 1e-6;
-                    up[s] = (t3 - t2) * 1e-6;
+                    ms[s] = st.total_ms;
+                    fw[s] = st.data_ms + st.forward_ms;
+                    bw[s] = st.backward_ms;
+                    up[s] = st.update_ms;
                 }
             }
             if (status) {

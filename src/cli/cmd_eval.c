@@ -5,11 +5,13 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/quant_arg.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 
 int cmd_eval(int argc, char **argv) {
     model_arg ma = {0};
-    const char *data = NULL, *backend = "cpu";
+    const char *data = NULL, *backend = "cpu", *quant = NULL;
     int B = 4, T = 64, batches = 0, threads = 0;
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
@@ -19,6 +21,7 @@ int cmd_eval(int argc, char **argv) {
         {"--batches", CLI_INT, &batches, "batches to evaluate (default: one pass over the data)", 0, 1 << 30},
         {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse("eval", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -28,6 +31,13 @@ int cmd_eval(int argc, char **argv) {
     gpt2c_model *m;
     int loaded;
     if ((rc = model_arg_make("eval", &ma, 1337, &m, &loaded))) return rc;
+    if ((rc = quant_arg_apply("eval", quant, ma.model, m, 0))) {
+        gpt2c_model_free(m);
+        return rc;
+    }
+    /* a quantized model's loss is that of its dequantized weights */
+    const char *qfmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : NULL;
+    gpt2c_quant_dequantize_params(m);
     gpt2c_dataloader dl = {0};
     float loss = 0;
     int done = 0;
@@ -35,8 +45,8 @@ int cmd_eval(int argc, char **argv) {
     if (gpt2c_model_set_backend(m, backend) == GPT2C_OK && gpt2c_model_prepare(m, B, T) == GPT2C_OK &&
         gpt2c_dataloader_open(&dl, data, B, T, 0, 0, m->cfg.vocab_size) == GPT2C_OK &&
         gpt2c_evaluate(m, &dl, batches, &loss, &done) == GPT2C_OK) {
-        printf("loss %.6f  perplexity %.4f  (%d batches of %dx%d = %lld tokens)\n", loss, exp(loss), done, B, T,
-               (long long)done * B * T);
+        printf("loss %.6f  perplexity %.4f  (%d batches of %dx%d = %lld tokens)%s%s%s\n", loss, exp(loss), done, B, T,
+               (long long)done * B * T, qfmt ? "  [" : "", qfmt ? qfmt : "", qfmt ? " weights, dequantized]" : "");
         rc = 0;
     } else {
         cli_fail_status("eval");

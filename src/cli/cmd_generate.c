@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/quant_arg.h"
 #include "cli/model_arg.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/tokenizer.h"
@@ -90,6 +91,7 @@ static int on_token(void *user, int seq, int32_t id) {
 }
 
 int cmd_generate(int argc, char **argv) {
+    const char *quant = NULL;
     const char *model = NULL, *prompt = NULL, *prompt_ids = NULL, *vocab = NULL, *backend = "cpu";
     int max_tokens = 64, batch = 1, threads = 0, top_k = 0, stats = 0, hugepages = 0;
     double temperature = 1.0, top_p = 1.0;
@@ -108,6 +110,7 @@ int cmd_generate(int argc, char **argv) {
         {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
+        QUANT_ARG_OPT(quant),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -168,6 +171,10 @@ int cmd_generate(int argc, char **argv) {
     gpt2c_sampler *smp = NULL;
     stream_ctx sc = {tok, batch, -1, NULL, NULL};
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) goto fail;
+    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+        rc = 1;
+        goto done;
+    }
     const int V = m->cfg.vocab_size, ctx = m->cfg.max_seq_len;
     if (tok && !vocab && prompt_ids && gpt2c_tokenizer_vocab_size(tok) > V) {
         gpt2c_tokenizer_free(tok); /* the default vocabulary does not fit this model: ids out */

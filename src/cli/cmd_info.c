@@ -73,10 +73,12 @@ static int info_safetensors(const char *path) {
     for (int d = 0; d <= GPT2C_DT_BOOL; d++)
         if (count[d]) printf(" %s x%d", gpt2c_dtype_name((gpt2c_dtype)d), count[d]);
     printf("\n");
-    for (int i = 0; i < gpt2c_st_meta_count(f); i++) {
+    const int quantized = gpt2c_st_meta(f, "gpt2c.quant.format") != NULL;
+    for (int i = 0, shown = 0; i < gpt2c_st_meta_count(f); i++) {
         const char *v;
         const char *k = gpt2c_st_meta_get(f, i, &v);
-        printf("%-11s %s = %s\n", i == 0 ? "metadata:" : "", k, v);
+        if (strncmp(k, "gpt2c.quant:", 12) == 0) continue; /* per-tensor formats: in the tensor list */
+        printf("%-11s %s = %s\n", shown++ == 0 ? "metadata:" : "", k, v);
     }
     gpt2c_config cfg;
     const char *prefix = NULL, *heads_from = NULL;
@@ -90,6 +92,19 @@ static int info_safetensors(const char *path) {
         print_config(&cfg, heads_from);
         rc = check_model(path);
     }
+    size_t total = 0;
+    long long params = 0, file_bytes = 0;
+    if (quantized && rc == 0) { /* parameters the file describes: count them from the config */
+        gpt2c_model *qm = NULL;
+        if (gpt2c_model_load(path, &qm) == GPT2C_OK) {
+            const size_t pad = (size_t)(qm->cfg.padded_vocab_size - qm->cfg.vocab_size) * (size_t)qm->cfg.channels;
+            params = (long long)(qm->num_params - pad);
+            gpt2c_model_free(qm);
+        }
+        FILE *fp = fopen(path, "rb");
+        if (fp && fseek(fp, 0, SEEK_END) == 0) file_bytes = ftell(fp);
+        if (fp) fclose(fp);
+    }
     printf("tensors:\n");
     for (int i = 0; i < n; i++) {
         const gpt2c_st_tensor *t = gpt2c_st_get(f, i);
@@ -98,8 +113,25 @@ static int info_safetensors(const char *path) {
         for (int d = 0; d < t->ndim && k < sizeof shape; d++)
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
         if (k < sizeof shape) snprintf(shape + k, sizeof shape - k, "]");
-        printf("  %-44s %-5s %s\n", t->name, gpt2c_dtype_name(t->dtype), shape);
+        if (!quantized) {
+            printf("  %-44s %-5s %s\n", t->name, gpt2c_dtype_name(t->dtype), shape);
+            continue;
+        }
+        /* a quantized file: the format of each tensor (its scales are listed as such) and its bytes */
+        char key[300];
+        snprintf(key, sizeof key, "gpt2c.quant:%s", t->name);
+        const char *fmt = gpt2c_st_meta(f, key);
+        const char *dot = strrchr(t->name, '.');
+        const int aux = dot && (strcmp(dot, ".scales") == 0 || strcmp(dot, ".absmax_q") == 0 ||
+                                strcmp(dot, ".absmax2") == 0 || strcmp(dot, ".absmax_offset") == 0);
+        printf("  %-44s %-10s %-5s %-16s %10zu bytes\n", t->name, fmt ? fmt : aux ? "(scales)" : "f32",
+               gpt2c_dtype_name(t->dtype), shape, t->nbytes);
+        total += t->nbytes;
     }
+    if (quantized && params > 0)
+        printf("quantized:  %s, tensor data %zu bytes for %lld parameters = %.3f bits per parameter (file %lld bytes: "
+               "%.3f)\n", gpt2c_st_meta(f, "gpt2c.quant.format"), total, params, 8.0 * (double)total / (double)params,
+               file_bytes, 8.0 * (double)file_bytes / (double)params);
     gpt2c_st_close(f);
     return rc;
 }

@@ -9,46 +9,43 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/train.h"
 #include "kernels/kernels.h"
 
 #define CMD "profile"
 
 typedef struct {
-    int B, T, steps, trials, warmup;
+    int B, T, steps, trials, warmup, V;
     unsigned long long seed;
     int32_t *tokens, *targets;
     gpt2c_rng rng;
     gpt2c_adamw_cfg opt;
 } run_ctx;
 
-/* Seeded random tokens, timed as the data phase. */
-static void fill_batch(run_ctx *r, int V) {
+/* Seeded random tokens: the step's batch source (timed as the data phase). */
+static gpt2c_status fill_batch(void *ctx, const int32_t **inputs, const int32_t **targets) {
+    run_ctx *r = ctx;
     for (int i = 0; i <= r->B * r->T; i++) {
-        int32_t t = (int32_t)(gpt2c_rng_u64(&r->rng) % (uint64_t)V);
+        int32_t t = (int32_t)(gpt2c_rng_u64(&r->rng) % (uint64_t)r->V);
         if (i < r->B * r->T) r->tokens[i] = t;
         if (i > 0) r->targets[i - 1] = t;
     }
+    *inputs = r->tokens;
+    *targets = r->targets;
+    return GPT2C_OK;
 }
 
+/* One training step (the trainer's, gpt2c_train_step), marked in session s if any. */
 static gpt2c_status run_step(gpt2c_model *m, gpt2c_profile_session *s, int step, run_ctx *r) {
-    int N = r->B * r->T;
-    if (s) {
-        gpt2c_profile_session_step_begin(s, step);
-        gpt2c_profile_session_phase(s, GPT2C_PHASE_DATA);
-    }
-    GPT2C_PROF_OP(m->prof, GPT2C_OP_DATA_LOAD, -1, 0, 8.0 * N, fill_batch(r, m->cfg.vocab_size));
-    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_FORWARD);
-    float loss;
-    GPT2C_TRY(gpt2c_model_forward(m, r->tokens, r->targets, r->B, r->T, &loss));
-    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_BACKWARD);
-    GPT2C_TRY(gpt2c_model_backward(m, 1.0f));
-    if (s) gpt2c_profile_session_phase(s, GPT2C_PHASE_OPTIMIZER);
-    float norm;
-    GPT2C_TRY(gpt2c_model_update(m, &r->opt, 1e-4f, &norm));
-    gpt2c_model_zero_grad(m);
-    if (s) gpt2c_profile_session_step_end(s);
+    const gpt2c_step_hooks none = {0};
+    const gpt2c_step_cfg sc = {r->B, r->T, 1, 1e-4f, r->opt, NULL, s ? gpt2c_profile_session_hooks(s) : none, step};
+    const gpt2c_batch_source src = {fill_batch, r};
+    if (sc.hooks.step_begin) sc.hooks.step_begin(sc.hooks.user, step);
+    GPT2C_TRY(gpt2c_train_step(m, &sc, &src, NULL));
+    if (sc.hooks.step_end) sc.hooks.step_end(sc.hooks.user, step);
     return GPT2C_OK;
 }
 
@@ -170,6 +167,7 @@ int cmd_profile(int argc, char **argv) {
     gpt2c_model *m = NULL;
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
+    gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
     if (T > m->cfg.max_seq_len) {
         gpt2c_model_free(m);
         return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, m->cfg.max_seq_len);
@@ -180,7 +178,7 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    run_ctx r = {B, T, steps, trials, warmup, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
+    run_ctx r = {B, T, steps, trials, warmup, m->cfg.vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
     r.targets = malloc(sizeof(int32_t) * (size_t)B * T);

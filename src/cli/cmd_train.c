@@ -17,6 +17,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/resume.h"
 #include "gpt2c/train.h"
 
@@ -37,20 +38,6 @@ typedef struct {
     gpt2c_dist *dist;            /* NULL: one process (or built without MPI) */
     int shared_failure;          /* every rank knows the run failed (no abort needed) */
 } train_ui;
-
-static void prof_step_begin(gpt2c_model *m, int step, void *user) {
-    (void)m;
-    gpt2c_profile_session_step_begin(((train_ui *)user)->prof, step);
-}
-static void prof_phase(gpt2c_model *m, gpt2c_phase ph, void *user) {
-    (void)m;
-    gpt2c_profile_session_phase(((train_ui *)user)->prof, ph);
-}
-static void prof_step_end(gpt2c_model *m, int step, void *user) {
-    (void)m;
-    (void)step;
-    gpt2c_profile_session_step_end(((train_ui *)user)->prof);
-}
 
 static void on_event(const gpt2c_train_event *ev, void *user) {
     train_ui *ui = user;
@@ -377,6 +364,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return rc;
     }
     gpt2c_model *m = J->m;
+    if (m->qw) /* quantized weights have no gradient: they are frozen bases */
+        return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
+                         "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
     ui->tty = isatty(2);
     ui->print_every = steps > 100 ? steps / 50 : 1;
     ui->first_step = start_step;
@@ -429,9 +420,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         po.backend = backend;
         po.command_line = "gpt2c train";
         if (gpt2c_profile_session_begin(&ui->prof, m, &po) != GPT2C_OK) return cli_fail_status("train");
-        cfg->on_step_begin = prof_step_begin;
-        cfg->on_phase = prof_phase;
-        cfg->on_step_end = prof_step_end;
+        cfg->hooks = gpt2c_profile_session_hooks(ui->prof);
     }
     if (ui->rank == 0) {
         fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",

@@ -14,6 +14,7 @@ static const command COMMANDS[] = {
     {"train", cmd_train, "train or fine-tune a model on token shards"},
     {"eval", cmd_eval, "mean loss and perplexity of a model on token shards"},
     {"info", cmd_info, "config, parameter count, dtype and tensors of a checkpoint"},
+    {"quantize", cmd_quantize, "quantize a checkpoint's linear weights: q8, q4 or nf4"},
     {"convert", cmd_convert, "convert checkpoints: llm.c .bin <-> safetensors"},
     {"encode", cmd_encode, "text on stdin -> GPT-2 token ids"},
     {"decode", cmd_decode, "token ids on stdin -> text"},

@@ -15,6 +15,8 @@
 #include <sched.h>
 #include <string.h>
 
+#include "gpt2c/quant.h"
+#include "gpt2c/quant_model.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
@@ -63,7 +65,14 @@ static int nchunks(long total, int step) { return (int)((total + step - 1) / ste
 
 /* one layer's weight as a typed view, and a range of its matmul on k, or on
  * ref when k does not take the weight's format */
-#define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
+#define W(id, l) infer_weight(m, GPT2C_P_##id, l)
+
+/* Parameter id's layer l as the inference reads it: its quantized form
+ * (gpt2c/quant_model.h) when the model has one, else the slab's view. */
+static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
+    const gpt2c_tensor *q = gpt2c_qweight(m, id, l);
+    return q ? *q : gpt2c_param_view(m, m->params_mem, id, l);
+}
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
 
@@ -95,15 +104,23 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].next, 0, memory_order_relaxed);
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
+    const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
 #pragma omp parallel num_threads(prof ? 1 : omp_get_max_threads())
     {
         int st = 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
             RANGE(r0, r1, chunk, ROW_CHUNK, n);
-            for (int r = r0; r < r1; r++)
-                k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE],
-                                   p[GPT2C_P_WPE] + (size_t)(pos[r / Tq] + r % Tq) * C, 1, 1, C);
+            for (int r = r0; r < r1; r++) {
+                const float *wpe_row = p[GPT2C_P_WPE] + (size_t)(pos[r / Tq] + r % Tq) * C;
+                if (qwte) { /* a quantized embedding: dequantize the token's row */
+                    float *xr = s->x + (size_t)r * C;
+                    gpt2c_quant_unpack_row(qwte, tokens[r], xr);
+                    for (int i = 0; i < C; i++) xr[i] += wpe_row[i];
+                } else {
+                    k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE], wpe_row, 1, 1, C);
+                }
+            }
             k->layernorm_forward(s->ln + (size_t)r0 * C, s->mean + r0, s->rstd + r0, s->x + (size_t)r0 * C,
                                  p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], r1 - r0, C);
         });

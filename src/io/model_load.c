@@ -10,6 +10,7 @@
 
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
+#include "gpt2c/quant_model.h"
 #include "io/io_internal.h"
 
 gpt2c_file_format gpt2c_detect_format(const char *path) {
@@ -373,6 +374,11 @@ gpt2c_status gpt2c_io_load_safetensors(const char *path, gpt2c_model **out) {
     *out = NULL;
     gpt2c_st_file *f;
     GPT2C_TRY(gpt2c_st_open(path, &f));
+    if (gpt2c_st_meta(f, GPT2C_QUANT_META_FORMAT)) { /* written by gpt2c quantize */
+        gpt2c_status st = gpt2c_quant_load(f, path, out);
+        gpt2c_st_close(f);
+        return st;
+    }
     gpt2c_st_file *files[1] = {f};
     gpt2c_st_set s = {files, 1, path};
     char cj[4096];

@@ -8,7 +8,7 @@
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter, its gradient, and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
-#define G(id, l) gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l)
+#define G(id, l) (m->trainable[GPT2C_P_##id] ? gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l) : NULL) /* NULL: frozen */
 #define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
 /* a matmul's backward on k, or on ref when k does not take the weight's format */
 #define MATMUL_BWD(dinp, dw, db, dout, inp, w, N, IC, OC)                                                              \

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
@@ -92,6 +93,20 @@ gpt2c_tensor gpt2c_param_view(const gpt2c_model *m, float *slab, int id, int lay
     return t;
 }
 
+gpt2c_status gpt2c_model_set_trainable(gpt2c_model *m, int id, int trainable) {
+    if (id < 0 || id >= GPT2C_NUM_PARAM_TENSORS)
+        return gpt2c_fail(GPT2C_ERR_ARG, "trainable: no parameter tensor #%d (0..%d)", id, GPT2C_NUM_PARAM_TENSORS - 1);
+    const int was = m->trainable[id];
+    trainable = trainable != 0;
+    if (was == trainable) return GPT2C_OK;
+    /* a frozen tensor's gradient stays zero (backward no longer writes it) */
+    if (!trainable && m->grads_mem && !m->grads_zero)
+        m->k->zero(gpt2c_param_slice(m, m->grads_mem, id, 0), m->info[id].numel);
+    m->trainable[id] = (uint8_t)trainable;
+    m->num_frozen += trainable ? -1 : 1;
+    return GPT2C_OK;
+}
+
 static void point(gpt2c_model *m, float *slab, gpt2c_params *p) {
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) p->t[id] = gpt2c_param_slice(m, slab, id, 0);
 }
@@ -104,6 +119,7 @@ gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
     if (!m) return gpt2c_fail(GPT2C_ERR_NOMEM, "model: out of memory");
     m->cfg = cfg;
     layout(m);
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) m->trainable[id] = 1;
     m->params_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "parameters");
     if (!m->params_mem) {
         free(m);
@@ -143,6 +159,7 @@ gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
 
 void gpt2c_model_free(gpt2c_model *m) {
     if (!m) return;
+    gpt2c_qweights_free(m->qw);
     gpt2c_acts_free(m->acts);
     if (m->k) { /* NULL only when create failed before selecting kernels */
         gpt2c_mem_free(m->k, m->params_mem);

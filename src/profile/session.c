@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpt2c/core.h"
+#include "kernels/kernels.h"
 #include "profile/session.h"
 #include "profile/topdown.h"
 
@@ -115,7 +116,16 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
         return st;
     }
     s->prof.ext = s;
-    if (s->ctr) {
+    if (m->k && m->k->prof_attach) {
+        /* a device backend times every scope on the device (its hooks; host
+         * counters would only see the launches) */
+        st = m->k->prof_attach(&s->prof);
+        if (st != GPT2C_OK) {
+            gpt2c_profile_session_free(s);
+            return st;
+        }
+        s->dev = m->k;
+    } else if (s->ctr) {
         s->prof.on_begin = hook_begin;
         s->prof.on_end = hook_end;
     }
@@ -199,8 +209,28 @@ static void fold_step(gpt2c_profile_session *s) {
 
 static void finish_trial(gpt2c_profile_session *s);
 
+static void detach_device(gpt2c_profile_session *s) {
+    if (!s->dev) return;
+    s->dev->prof_detach(&s->prof);
+    s->dev = NULL;
+}
+
+static void hk_step_begin(void *u, int step) { gpt2c_profile_session_step_begin(u, step); }
+static void hk_phase(void *u, gpt2c_phase ph) { gpt2c_profile_session_phase(u, ph); }
+static void hk_step_end(void *u, int step) {
+    (void)step;
+    gpt2c_profile_session_step_end(u);
+}
+
+gpt2c_step_hooks gpt2c_profile_session_hooks(gpt2c_profile_session *s) {
+    gpt2c_step_hooks h = {hk_step_begin, hk_phase, hk_step_end, s};
+    return h;
+}
+
 void gpt2c_profile_session_step_end(gpt2c_profile_session *s) {
     if (!s->in_step) return;
+    /* device times replace the host times of this step's scopes (waits for the device) */
+    if (s->dev && s->dev->prof_resolve(&s->prof) != GPT2C_OK) detach_device(s);
     uint64_t now = gpt2c_now_ns();
     close_phase(s, now);
     add_span(s, s->step_t0, now, 1, 0);
@@ -302,6 +332,7 @@ gpt2c_status gpt2c_profile_session_end(gpt2c_profile_session *s) {
     if (s->ended) return GPT2C_OK;
     if (s->in_step) gpt2c_profile_session_step_end(s);
     if (s->acc_steps > 0) finish_trial(s);
+    detach_device(s);
     if (s->m && s->m->prof == &s->prof) s->m->prof = NULL;
     s->stats = calloc(M_COUNT, sizeof *s->stats);
     if (!s->stats) return gpt2c_fail(GPT2C_ERR_NOMEM, "profile session: out of memory");
@@ -343,6 +374,7 @@ void gpt2c_profile_session_set_overhead(gpt2c_profile_session *s, double off_ms,
 
 void gpt2c_profile_session_free(gpt2c_profile_session *s) {
     if (!s) return;
+    detach_device(s);
     if (s->m && s->m->prof == &s->prof) s->m->prof = NULL;
     gpt2c_profiler_free(&s->prof);
     gpt2c_counters_close(s->ctr);

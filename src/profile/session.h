@@ -52,6 +52,7 @@ typedef struct {
 } scaling_row;
 
 struct gpt2c_profile_session {
+    const struct gpt2c_kernels *dev; /* a device backend whose profiler hooks are attached (GPU times), or NULL */
     gpt2c_model *m;
     gpt2c_profiler prof;
     gpt2c_counters *ctr; /* NULL: counters off */

@@ -19,8 +19,17 @@ static void set_phase(gpt2c_model *m, gpt2c_phase ph) {
 }
 
 static void phase(gpt2c_model *m, const gpt2c_train_cfg *c, gpt2c_phase ph) {
-    if (c->on_phase) c->on_phase(m, ph, c->user);
+    if (c->hooks.phase) c->hooks.phase(c->hooks.user, ph);
     else set_phase(m, ph);
+}
+
+/* the training loader as a step's batch source */
+static gpt2c_status loader_next(void *ctx, const int32_t **inputs, const int32_t **targets) {
+    gpt2c_dataloader *dl = ctx;
+    GPT2C_TRY(gpt2c_dataloader_next(dl));
+    *inputs = dl->inputs;
+    *targets = dl->targets;
+    return GPT2C_OK;
 }
 
 static gpt2c_status next_batch(gpt2c_model *m, gpt2c_dataloader *dl) {
@@ -66,57 +75,30 @@ static gpt2c_status eval_event(gpt2c_model *m, gpt2c_dataloader *val, const gpt2
 
 gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataloader *val, const gpt2c_train_cfg *c,
                          int start_step) {
-    if (c->accum <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "--accum: must be >= 1");
+    if (c->accum <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "gradient accumulation: must be >= 1 micro-batch (got %d)", c->accum);
     GPT2C_TRY(gpt2c_model_prepare(m, c->B, c->T));
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
     const gpt2c_train_dp *dp = c->dp;
     if (!dp || !dp->update) GPT2C_TRY(gpt2c_model_alloc_optimizer(m)); /* ZeRO-1 keeps its shard of the moments */
     const int nranks = dp ? dp->nranks : 1;
     const int do_eval = val && c->eval_every > 0;
+    const gpt2c_batch_source src = {loader_next, train};
+    gpt2c_step_cfg sc = {c->B, c->T, c->accum, 0, c->adamw, dp, c->hooks, start_step};
     for (int step = start_step; step < c->steps; step++) {
         if (m->prof) m->prof->step = step;
-        if (c->on_step_begin) c->on_step_begin(m, step, c->user);
+        if (c->hooks.step_begin) c->hooks.step_begin(c->hooks.user, step);
         if (do_eval && step % c->eval_every == 0) GPT2C_TRY(eval_event(m, val, c, step));
 
-        uint64_t t0 = gpt2c_now_ns();
-        phase(m, c, GPT2C_PHASE_OPTIMIZER);
-        gpt2c_model_zero_grad(m);
-        double loss_sum = 0;
-        for (int micro = 0; micro < c->accum; micro++) {
-            float loss;
-            phase(m, c, GPT2C_PHASE_DATA);
-            GPT2C_TRY(next_batch(m, train));
-            phase(m, c, GPT2C_PHASE_FORWARD);
-            GPT2C_TRY(gpt2c_model_forward(m, train->inputs, train->targets, c->B, c->T, &loss));
-            phase(m, c, GPT2C_PHASE_BACKWARD);
-            if (dp && dp->arm && micro == c->accum - 1) dp->arm(dp->ctx, m);
-            GPT2C_TRY(gpt2c_model_backward(m, 1.0f / ((float)c->accum * nranks)));
-            loss_sum += loss;
-        }
-        double loss_mean = loss_sum / c->accum;
-        if (dp) {
-            phase(m, c, GPT2C_PHASE_COMM);
-            GPT2C_TRY(dp->reduce(dp->ctx, m, &loss_mean));
-        }
-        /* a NaN/Inf loss would poison the weights: stop before the update, save nothing */
-        if (!isfinite(loss_mean))
-            return gpt2c_fail(GPT2C_ERR_RANGE,
-                              "step %d: the loss is %g (non-finite): training stopped before updating the weights; "
-                              "nothing is saved (the last checkpoint written is kept)",
-                              step, loss_mean);
         gpt2c_train_event ev = {.step = step, .steps = c->steps, .lr = gpt2c_lr_at(c, step)};
-        phase(m, c, GPT2C_PHASE_OPTIMIZER);
-        if (dp && dp->update) GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, ev.lr, &ev.norm));
-        else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, ev.lr, &ev.norm));
-        if (!isfinite(ev.norm))
-            return gpt2c_fail(GPT2C_ERR_RANGE,
-                              "step %d: the gradient norm is %g (non-finite): training stopped; nothing is saved (the "
-                              "last checkpoint written is kept)",
-                              step, (double)ev.norm);
-        ev.ms = (gpt2c_now_ns() - t0) / 1e6;
-        ev.loss = (float)loss_mean;
+        gpt2c_step_stats st;
+        sc.lr = ev.lr;
+        sc.step = step;
+        GPT2C_TRY(gpt2c_train_step(m, &sc, &src, &st));
+        ev.ms = st.total_ms;
+        ev.loss = st.loss;
+        ev.norm = st.norm;
         ev.tok_s = (double)c->B * c->T * c->accum * nranks / (ev.ms / 1e3);
-        if (c->on_step_end) c->on_step_end(m, step, c->user);
+        if (c->hooks.step_end) c->hooks.step_end(c->hooks.user, step);
         if (c->on_event) c->on_event(&ev, c->user);
         if (c->on_checkpoint && c->save_every > 0 && (step + 1) % c->save_every == 0 && step + 1 < c->steps)
             GPT2C_TRY(c->on_checkpoint(m, step + 1, train, c->user));

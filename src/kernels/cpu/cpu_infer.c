@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "gpt2c/cpu.h"
+#include "gpt2c/quant.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ref/ref.h"
@@ -34,9 +35,15 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
         }
 }
 
-/* f32 weights (the table's formats mask says so; others go to ref) */
+/* f32 weights, and the block-quantized ones through the fused
+ * dequantize-and-multiply kernels of src/quant (the table's formats mask
+ * says so; others, bf16 here, go to ref) */
 static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                    int IC, int OC, int act, int o0, int o1) {
+    if (gpt2c_format_is_quantized(wt->fmt)) {
+        gpt2c_qmatmul_range(out, inp, wt, bias, N, act, o0, o1);
+        return;
+    }
     const float *w = (const float *)wt->data;
 #if defined(__x86_64__)
     if (use_avx512) {
@@ -73,6 +80,8 @@ static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, c
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
+    k->formats.matmul_infer_range |=
+        GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4);
     k->kv_write = cpu_kv_write;
     k->attention_kv_range = cpu_attention_kv_range;
 }

@@ -68,6 +68,20 @@ static void encoder_forward(float *out, const int32_t *tokens, const float *wte,
 static void encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T,
                              int C) {
     const int strips = (C + 63) / 64;
+    if (!dwte || !dwpe) { /* one of them (or both) frozen: scatter into the other alone */
+        if (!dwte && !dwpe) return;
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
+        for (int s = 0; s < strips; s++) {
+            const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+            for (int n = 0; n < B * T; n++) {
+                const float *d = dout + (size_t)n * C;
+                float *dst = dwte ? dwte + (size_t)tokens[n] * C : dwpe + (size_t)(n % T) * C;
+#pragma omp simd
+                for (int i = c0; i < c1; i++) dst[i] += d[i];
+            }
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PAR_MIN)
     for (int s = 0; s < strips; s++) {
         const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
@@ -143,22 +157,24 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
 #pragma omp simd
             for (int i = 0; i < C; i++) dx[i] += r * (d[i] * w[i] - gm - (x[i] - m) * r * gxm);
         }
+        if (dw || db) { /* NULL: a frozen tensor (the same for every thread) */
 #pragma omp for schedule(static)
-        for (int s = 0; s < strips; s++) {
-            const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
-            float aw[64] = {0}, ab[64] = {0};
-            for (int n = 0; n < N; n++) {
-                const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
-                const float m = mean[n], r = rstd[n];
+            for (int s = 0; s < strips; s++) {
+                const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+                float aw[64] = {0}, ab[64] = {0};
+                for (int n = 0; n < N; n++) {
+                    const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
+                    const float m = mean[n], r = rstd[n];
 #pragma omp simd
-                for (int i = c0; i < c1; i++) {
-                    aw[i - c0] += (x[i] - m) * r * d[i];
-                    ab[i - c0] += d[i];
+                    for (int i = c0; i < c1; i++) {
+                        aw[i - c0] += (x[i] - m) * r * d[i];
+                        ab[i - c0] += d[i];
+                    }
                 }
-            }
-            for (int i = c0; i < c1; i++) {
-                dw[i] += aw[i - c0];
-                db[i] += ab[i - c0];
+                for (int i = c0; i < c1; i++) {
+                    if (dw) dw[i] += aw[i - c0];
+                    if (db) db[i] += ab[i - c0];
+                }
             }
         }
     }

@@ -74,7 +74,12 @@ extern "C" void cuda_encoder_backward(float *dwte, float *dwpe, const float *dou
     const int N = B * T;
     if (N <= 0) return;
     cudaStream_t st = cuda_stream();
-    dwpe_kernel<<<cdiv((size_t)T * C, 256), 256, 0, st>>>(dwpe, dout, B, T, C);
+    /* a NULL gradient (a frozen tensor) is skipped */
+    if (dwpe) dwpe_kernel<<<cdiv((size_t)T * C, 256), 256, 0, st>>>(dwpe, dout, B, T, C);
+    if (!dwte) {
+        CUDA_LAUNCHED("encoder_backward");
+        return;
+    }
     int P = 1;
     while (P < N) P <<= 1;
     uint64_t *keys = (uint64_t *)cuda_scratch(sizeof(uint64_t) * (size_t)P);

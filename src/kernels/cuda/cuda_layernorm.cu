@@ -97,8 +97,8 @@ __global__ void ln_backward_dwdb_finish(float *dw, float *db, const double *part
         sw += part[(size_t)k * 2 * C + c];
         sb += part[(size_t)k * 2 * C + C + c];
     }
-    dw[c] += (float)sw;
-    db[c] += (float)sb;
+    if (dw) dw[c] += (float)sw; /* NULL: a frozen tensor */
+    if (db) db[c] += (float)sb;
 }
 
 extern "C" void cuda_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -106,6 +106,10 @@ extern "C" void cuda_layernorm_backward(float *dinp, float *dw, float *db, const
     if (N <= 0) return;
     cudaStream_t s = cuda_stream();
     ln_backward_dx_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    if (!dw && !db) {
+        CUDA_LAUNCHED("layernorm_backward");
+        return;
+    }
     const int nchunks = (int)cdiv(N, LN_ROWS);
     double *part = (double *)cuda_scratch(sizeof(double) * 2 * (size_t)nchunks * C);
     if (!part) return;

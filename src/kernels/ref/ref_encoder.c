@@ -14,11 +14,12 @@ void ref_encoder_backward(float *dwte, float *dwpe, const float *dout, const int
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *d = dout + ((size_t)b * T + t) * C;
-            float *dwe = dwte + (size_t)tokens[b * T + t] * C;
-            float *dpe = dwpe + (size_t)t * C;
+            /* a NULL gradient (a frozen tensor) is skipped */
+            float *dwe = dwte ? dwte + (size_t)tokens[b * T + t] * C : NULL;
+            float *dpe = dwpe ? dwpe + (size_t)t * C : NULL;
             for (int i = 0; i < C; i++) {
-                dwe[i] += d[i];
-                dpe[i] += d[i];
+                if (dwe) dwe[i] += d[i];
+                if (dpe) dpe[i] += d[i];
             }
         }
 }

@@ -40,8 +40,8 @@ void ref_layernorm_backward(float *dinp, float *dw, float *db, const float *dout
         for (int i = 0; i < C; i++) {
             double xhat = ((double)x[i] - mean[n]) * rstd[n];
             double g = (double)d[i] * w[i];
-            db[i] += d[i];
-            dw[i] += (float)(xhat * d[i]);
+            if (db) db[i] += d[i]; /* NULL: a frozen tensor */
+            if (dw) dw[i] += (float)(xhat * d[i]);
             dx[i] += (float)(rstd[n] * (g - g_mean - xhat * gx_mean));
         }
     }

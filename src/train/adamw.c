@@ -1,4 +1,6 @@
-/* Global grad-norm clipping and AdamW, one kernel call per tensor. */
+/* The optimizer step: global grad-norm clipping and AdamW, one kernel call
+ * per trainable tensor.  Frozen tensors (gpt2c_model_set_trainable) have no
+ * gradient, no moments work and do not count in the norm. */
 #include <math.h>
 
 #include "gpt2c/model.h"
@@ -7,14 +9,29 @@
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 
+/* Sum of squares of the trainable gradients.  All trainable: one pass over
+ * the slab (the pad rows of wte always have zero gradient and slab padding is
+ * zero, so it is the norm of the real gradient); else tensor by tensor. */
+static double grad_sumsq(gpt2c_model *m) {
+    const gpt2c_kernels *k = m->k;
+    double ss = 0;
+    if (m->num_frozen == 0) {
+        OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+        return ss;
+    }
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        if (!m->trainable[id]) continue;
+        const size_t n = m->info[id].numel;
+        OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)n), ss += k->sumsq(gpt2c_param_slice(m, m->grads_mem, id, 0), n));
+    }
+    return ss;
+}
+
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
     if (!m->grads_mem) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
     GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
     const gpt2c_kernels *k = m->k;
-    /* The pad rows of wte always have zero gradient, and slab padding is zero,
-     * so the whole slab's sum of squares is the norm of the real gradient. */
-    double ss = 0;
-    OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+    const double ss = grad_sumsq(m);
     if (k->device_check) GPT2C_TRY(k->device_check()); /* a device failure is not a divergence */
     float norm = (float)sqrt(ss);
     if (norm_out) *norm_out = norm;
@@ -27,6 +44,7 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
     }
     m->opt_step++;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        if (!m->trainable[id]) continue;
         const gpt2c_param_info *pi = &m->info[id];
         float wd = (pi->decay || o->decay_all) ? o->weight_decay : 0.0f;
         const size_t n = pi->numel;
@@ -39,7 +57,8 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
             OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)n),
                k->adamw(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
     }
-    /* the slab's padding is never written, so zeroing every tensor zeroes the slab */
+    /* the slab's padding is never written and frozen tensors' gradients stay
+     * zero, so zeroing every trainable tensor zeroes the slab */
     if (k->adamw_zero_grad) m->grads_zero = 1;
     else gpt2c_model_zero_grad(m);
     return k->device_check ? k->device_check() : GPT2C_OK;

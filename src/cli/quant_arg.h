@@ -1,0 +1,16 @@
+/* `--quant q8|q4|nf4`: quantize an fp32 model right after loading it
+ * (generate, bench generate, eval, profile, serve). */
+#ifndef GPT2C_CLI_QUANT_ARG_H
+#define GPT2C_CLI_QUANT_ARG_H
+
+#include "gpt2c/model.h"
+
+#define QUANT_ARG_OPT(q) {"--quant", CLI_STR, &(q), "quantize the fp32 weights on load: q8|q4|nf4 (default: as stored)", 0, 0}
+
+/* Quantizes m when quant is non-NULL (nf4 with double quantization, default
+ * blocks); for_inference gives the fp32 copies of the quantized weights back
+ * to the OS.  Prints a one-line error and returns non-zero on failure
+ * (unknown format, a model that is already quantized). */
+int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, gpt2c_model *m, int for_inference);
+
+#endif

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# gpt2c quantize / info / eval / generate / bench generate on quantized models,
+# and the one-line errors of bad input (--quant on a quantized file, train on
+# one, unknown formats, a block that does not divide the rows).
+set -u
+G="$1"
+"$G" --version | grep -q -- "+jansson" || { echo "SKIP: safetensors needs jansson"; exit 77; }
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+bad() { # bad NAME WANT-IN-MESSAGE gpt2c-args...
+    local name="$1" want="$2"; shift 2
+    local err; err=$("$G" "$@" 2>&1 >/dev/null); local rc=$?
+    if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && printf '%s' "$err" | grep -q -- "$want"; then
+        echo "ok: $name -> $err"
+    else
+        echo "FAIL: $name (rc=$rc): $err"; fail=1
+    fi
+}
+TINY=(--model gpt2 --layers 2 --heads 2 --embd 128 --ctx 64 --vocab 300)
+# token shards of pseudo-random ids < 300 (llm.c format)
+le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
+{ le32 20240520; le32 1; le32 1024; head -c $((253 * 4)) /dev/zero
+  for ((i = 0; i < 1024; i++)); do v=$(((i * 37 + i / 7) % 300)); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $((v >> 8)))"; done
+} > "$W/val.bin"
+
+"$G" train "${TINY[@]}" --data "$W/val.bin" --steps 1 --batch 2 --seq 32 --eval-every 0 --save "$W/fp32.safetensors" >/dev/null 2>&1
+check "an fp32 checkpoint to quantize" '[ -f "$W/fp32.safetensors" ]'
+for f in q8 q4 nf4; do
+    "$G" quantize --model "$W/fp32.safetensors" --format $f --out "$W/$f.safetensors" >/dev/null || fail=1
+    check "$f: quantize writes a file" '[ -s "$W/$f.safetensors" ]'
+    check "$f: info shows the tensor formats and bits per weight" \
+        '"$G" info "$W/$f.safetensors" | grep -q "c_attn.weight  *$f/" && "$G" info "$W/$f.safetensors" | grep -q "bits per parameter"'
+    e1=$("$G" eval --model "$W/$f.safetensors" --data "$W/val.bin" --batch 2 --seq 32 | cut -d' ' -f2)
+    e2=$("$G" eval --model "$W/fp32.safetensors" --quant $f --data "$W/val.bin" --batch 2 --seq 32 | cut -d' ' -f2)
+    check "$f: eval of the file = eval --quant $f of the fp32 checkpoint ($e1, $e2)" '[ -n "$e1" ] && [ "$e1" = "$e2" ]'
+    g1=$("$G" generate --model "$W/$f.safetensors" --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
+    g2=$("$G" generate --model "$W/fp32.safetensors" --quant $f --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
+    check "$f: generate from the file = generate --quant $f" '[ -n "$g1" ] && [ "$g1" = "$g2" ]'
+    check "$f: bench generate reports the format" \
+        '"$G" bench generate --model "$W/$f.safetensors" --prompt-len 8 --tokens 4 --runs 1 --json | grep -q "\"format\":\"$f\""'
+done
+"$G" quantize --model "$W/fp32.safetensors" --format nf4 --no-double-quant --block 128 --keep wte --out "$W/nf4b.safetensors" >/dev/null || fail=1
+check "nf4 --block 128 --no-double-quant --keep wte" \
+    '"$G" info "$W/nf4b.safetensors" | grep -q "c_fc.weight  *nf4/128" && "$G" info "$W/nf4b.safetensors" | grep -q "wte.weight  *f32"'
+bad "--quant on a quantized file" "already quantized" eval --model "$W/q4.safetensors" --quant q8 --data "$W/val.bin"
+bad "quantize a quantized file" "already quantized" quantize --model "$W/q4.safetensors" --format q8 --out "$W/x.safetensors"
+bad "train on a quantized checkpoint" "frozen" train --model "$W/nf4.safetensors" --data "$W/val.bin" --steps 1
+bad "unknown --format" "unknown format" quantize --model "$W/fp32.safetensors" --format q3 --out "$W/x.safetensors"
+bad "unknown --quant" "unknown format" generate --model "$W/fp32.safetensors" --quant int4 --prompt-ids 1
+bad "a block that does not divide the rows" "does not divide" quantize --model "$W/fp32.safetensors" --format q8 --block 96 --out "$W/x.safetensors"
+bad "--double-quant on q8" "nf4 only" quantize --model "$W/fp32.safetensors" --format q8 --double-quant --out "$W/x.safetensors"
+head -c 100000 "$W/q8.safetensors" > "$W/trunc.safetensors"
+bad "a truncated quantized file" "trunc.safetensors" eval --model "$W/trunc.safetensors" --data "$W/val.bin"
+exit $fail
