@@ -120,7 +120,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         }
         if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
         for (int ti = 0; ti < threads.n && nres < 64; ti++) {
-            const int nt = gpt2c_set_threads(threads.items[ti]);
+            const int nt = gpt2c_model_set_threads(m, threads.items[ti]);
             double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
             for (int s = -warmup; s < steps; s++) {
                 if (s == 0) cpu0 = cpu_seconds();

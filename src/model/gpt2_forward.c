@@ -39,6 +39,7 @@ static gpt2c_status check_ids(const int32_t *ids, size_t n, int V, const char *w
 gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                  float *loss) {
     const gpt2c_config *c = &m->cfg;
+    gpt2c_threads_use(m->threads);
     if (!m->acts || B > m->B || T > m->T) GPT2C_TRY(gpt2c_model_prepare(m, B, T));
     const int N = B * T, C = c->channels, L = c->num_layers, NH = c->num_heads;
     const int V = c->vocab_size, Vp = c->padded_vocab_size;

@@ -72,7 +72,7 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     s->L = m->cfg.num_layers;
     s->B = m->B;
     s->T = m->T;
-    s->nthreads = gpt2c_get_threads();
+    s->nthreads = gpt2c_model_threads(m); /* the model's own count (counters open one group per thread) */
     s->auto_trials = o->auto_trials;
     s->cur_phase = -1;
     snprintf(s->model_name, sizeof s->model_name, "%s", o->model_name ? o->model_name : "gpt2");
