@@ -378,8 +378,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
     ui->shuffle = shuffle;
     J->profile_out = profile_out;
     J->backend = backend;
-    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_status("train");
-    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
+    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status("train");
