@@ -27,6 +27,6 @@ cmake --build build-nodeps -j "$JOBS"
 
 if [ -f fuzz/run.sh ]; then
   echo "== fuzz (bounded) =="
-  bash fuzz/run.sh "${GPT2C_FUZZ_SECONDS:-20}"
+  bash fuzz/run.sh "${GPT2C_FUZZ_SECONDS:-15}"
 fi
 echo "all test stages passed"

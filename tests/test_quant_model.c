@@ -106,8 +106,8 @@ static void one_format(gpt2c_format f) {
         }
 
     /* inference on the quantized weights = forward of the dequantized ones */
-    const int T = 12, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
-    int32_t tok[12];
+    const int T = 24, V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size; /* prefill of 22 rows: the GEMM path */
+    int32_t tok[24];
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 5) % V);
     float *got = malloc(sizeof(float) * T * Vp);
     gpt2c_infer *s = NULL;

@@ -7,6 +7,7 @@
 
 #include "gpt2c/wse.h"
 #include "wse/coll.h"
+#include "wse/task.h"
 #include "wse/wse_internal.h"
 
 static int fails = 0;
@@ -60,6 +61,25 @@ static void test_limits(void) {
     wse_mesh_free(m);
 }
 
+static void noop_task(wse_prog *pg, int x, int y) { (void)pg; (void)x; (void)y; }
+static float task_buf[4];
+static void send_east(wse_prog *pg, int x, int y) {
+    if (x == 0 && y == 0) wse_send_async(pg, 0, 0, 3, 2, task_buf, 4, -1);
+}
+
+/* the task layer: reserved and unbound task IDs, a wavelet against its route */
+static void test_tasks(void) {
+    wse_mesh *m = mesh(2, 1, GPT2C_WSE_FLOW, 1);
+    wse_prog *pg;
+    CHECK(wse_prog_create(m, NULL, &pg) == GPT2C_OK, "prog");
+    expect_err(wse_bind_local(pg, 0, 0, 30, noop_task), "a reserved task ID", "reserved");
+    CHECK(wse_route(m, 0, 0, 3, WSE_RAMP, 1u << WSE_E) == GPT2C_OK, "route");
+    CHECK(wse_route(m, 1, 0, 3, WSE_N, 1u << WSE_RAMP) == GPT2C_OK, "route");
+    expect_err(wse_prog_launch(pg, send_east), "a wavelet from the west on a color routed from the north", "upstream");
+    wse_prog_free(pg);
+    wse_mesh_free(m);
+}
+
 static void test_op_costs(void) {
     wse_mesh *m = mesh(2, 2, GPT2C_WSE_FLOW, 1);
     const uint64_t setup = 16;
@@ -107,6 +127,20 @@ static uint64_t two_streams(gpt2c_wse_fidelity f, int shared, long n) {
 }
 
 static int within(double a, double b, double tol) { return fabs(a - b) <= tol * (a > b ? a : b); }
+
+/* brief check (b): a row broadcast of n wavelets over h hops costs setup + h*hop + n (- 1: the tail) */
+static void test_bcast_cost(void) {
+    for (int f = 0; f < 2; f++)
+        for (int hop = 1; hop <= 2; hop++) {
+            wse_mesh *m = mesh(12, 1, f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW, hop);
+            wse_line l = {0, 0, WSE_E, 12, 0};
+            CHECK(wse_coll_bcast(m, &l, 1, 300, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
+            uint64_t want = 16 + 11 * (uint64_t)hop + 300 - 1;
+            CHECK(wse_at(m, 11, 0)->t_ce == want, "fidelity %d hop %d: broadcast took %llu, want %llu", f, hop,
+                  (unsigned long long)wse_at(m, 11, 0)->t_ce, (unsigned long long)want);
+            wse_mesh_free(m);
+        }
+}
 
 static void test_fabric(void) {
     for (int f = 0; f < 2; f++) {
@@ -187,6 +221,20 @@ static void test_gemm_and_reductions(void) {
     CHECK(summa_comm[0] < summa_comm[1] && summa_comm[1] < summa_comm[2], "SUMMA's communication grows with P");
     /* per step, MeshGEMM's exposed communication does not grow with P */
     CHECK(mesh_comm[2] / 16 <= mesh_comm[0] / 4 + 1, "MeshGEMM's communication per step grows with P");
+    /* acceptance 1: the residual example ported task by task (its colors, routes, queues, task IDs) */
+    {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_example_residual(&p, 6, 4, &r) == GPT2C_OK, "residual example: %s", gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-5, "residual example error %g", r.max_rel_err);
+        CHECK(r.cycles > 0 && r.colors_max == 3, "residual example: %llu cycles, %d colors",
+              (unsigned long long)r.cycles, r.colors_max);
+    }
+    {
+        gpt2c_wse_kernel_row r;
+        CHECK(gpt2c_wse_example_checkerboard(&p, 4, 4, 32, 16, &r) == GPT2C_OK, "checkerboard example: %s",
+              gpt2c_errmsg());
+        CHECK(r.max_rel_err >= 0 && r.max_rel_err < 1e-2, "checkerboard (fp16) error %g", r.max_rel_err);
+    }
     /* acceptance 1 (collective level): gemv-collectives_2d within run.py's tolerance, both fidelities */
     for (int f = 0; f < 2; f++) {
         gpt2c_wse_kernel_row r;
@@ -271,6 +319,23 @@ static void test_gpt2(void) {
         gpt2c_wse_result_free(r2);
         gpt2c_wse_result_free(rw);
     }
+    /* the WSE-3 preset (SIMD table, queues) runs the same program */
+    {
+        gpt2c_wse_params p3;
+        gpt2c_wse_params_preset("wse3", &p3);
+        p3.v[GPT2C_WSE_P_WIDTH] = 16;
+        p3.v[GPT2C_WSE_P_HEIGHT] = 16;
+        gpt2c_wse_run_cfg c3 = {.strategy = 'a', .seq = 12, .decode = 4, .values = GPT2C_WSE_VALUES_F32,
+                                .fidelity = GPT2C_WSE_FLOW, .place = 's'};
+        gpt2c_wse_result *r3 = NULL;
+        CHECK(gpt2c_wse_run(model, &p3, &c3, &r3) == GPT2C_OK, "wse3: %s", gpt2c_errmsg());
+        double err;
+        int match;
+        if (r3) {
+            CHECK(gpt2c_wse_check_ref(r3, model, &err, &match) == GPT2C_OK && err < 1e-4 && match == 1, "wse3 values");
+            gpt2c_wse_result_free(r3);
+        }
+    }
     /* f16: a looser, documented bound */
     gpt2c_wse_result *r = run(model, 16, 16, 'a', GPT2C_WSE_VALUES_F16, GPT2C_WSE_FLOW, 0);
     if (r) {
@@ -294,8 +359,10 @@ static void test_gpt2(void) {
 
 int main(void) {
     test_limits();
+    test_tasks();
     test_op_costs();
     test_fabric();
+    test_bcast_cost();
     test_fidelity_agreement();
     test_gemm_and_reductions();
     test_gpt2();

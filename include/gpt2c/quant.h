@@ -60,6 +60,9 @@ void gpt2c_quant_pack(gpt2c_format f, int block, const float *w, int64_t rows, i
                       float *scales);
 /* Dequantizes row r of t into out (t->cols floats). */
 void gpt2c_quant_unpack_row(const gpt2c_tensor *t, int64_t r, float *out);
+/* Rows [r0, r1) of t into dst ((r1 - r0) * cols floats), vectorised: the
+ * same values as gpt2c_quant_unpack_row.  Only where gpt2c_cpu_isa() is AVX-512. */
+void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *t, int64_t r0, int64_t r1, float *dst);
 /* Dequantizes the whole tensor into out (rows * cols floats). */
 void gpt2c_quant_unpack(const gpt2c_tensor *t, float *out);
 
@@ -76,7 +79,7 @@ void gpt2c_nf4_dq_unpack(const uint8_t *codes8, const float *absmax2, float offs
  * per-thread buffer, never as a whole.  The ISA follows gpt2c_cpu_isa(). */
 void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                          int o0, int o1);
-/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 3 rows) runs with the
+/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 8 rows) runs with the
  * activations quantized to int8 per block of 32, as llama.cpp's Q8_0 does
  * (da = absmax / 127, round to nearest), and integer dot products; that is
  * the default there (GPT2C_QUANT_ACT=f32 turns it off).  Everything else

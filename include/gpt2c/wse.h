@@ -98,6 +98,13 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
 /* The gemv-collectives_2d example: y = A x + b, Mt x Nt tiles on P x P (values checked) */
 gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, int P, int Mt, int Nt,
                                     gpt2c_wse_kernel_row *row);
+/* The residual example, ported task by task (src/wse/ex_residual.c): |b - A x|_inf on 2 x 2
+ * PEs with Mt x Nt tiles; max_rel_err against the host */
+gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int Nt, gpt2c_wse_kernel_row *row);
+/* The gemv-checkerboard-pattern example, ported task by task (src/wse/ex_checkerboard.c):
+ * y = A x + b in fp16 (run.py: 32 x 16 on 4 x 4 PEs); max_rel_err against the host */
+gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kernel_cols, int kernel_rows,
+                                            int matrix_rows, int matrix_cols, gpt2c_wse_kernel_row *row);
 /* n wavelets from each of P PEs of a row reduced into its middle PE */
 gpt2c_status gpt2c_wse_reduce_study(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, gpt2c_wse_reduce algo,
                                     int groups, int P, long n, gpt2c_wse_kernel_row *row);

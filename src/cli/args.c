@@ -50,10 +50,59 @@ int cli_given(const char *name) {
     return 0;
 }
 
+/* --help, one style for every command: "  --name METAVAR   what it does (default X)".
+ * The default is the option's value before parsing, unless the help text
+ * names it itself, as "(default X)", "(default: X)" or a trailing "[X]"
+ * (for defaults a value cannot say: "all cores", "the model's"); those are
+ * moved to the end in the same form. */
+static void help_line(const cli_opt *o) {
+    static const char *const META[] = {"N", "N", "X", "S", "", "S...", "N,N,..."};
+    char text[600], def[200] = "";
+    snprintf(text, sizeof text, "%s", o->help ? o->help : "");
+    size_t len = strlen(text);
+    char *p = strstr(text, "(default"), *open = strrchr(text, '[');
+    if (len && text[len - 1] == ']' && open && open > text && open[-1] == ' ') {
+        snprintf(def, sizeof def, "%.*s", (int)(text + len - 1 - open - 1), open + 1);
+        open[-1] = 0;
+    } else if (p && strchr(p, ')')) {
+        char *q = p + 8, *e = strchr(p, ')');
+        q += *q == ':';
+        while (*q == ' ') q++;
+        snprintf(def, sizeof def, "%.*s", (int)(e - q), q);
+        char *more = strstr(def, "; "); /* "(default 4; more words)": the words stay in the text */
+        while (p > text && p[-1] == ' ') p--;
+        memmove(p, e + 1, strlen(e + 1) + 1);
+        if (more) {
+            *more = 0;
+            size_t t = strlen(text);
+            snprintf(text + t, sizeof text - t, "; %s", more + 2);
+        }
+    } else {
+        switch (o->type) {
+        case CLI_INT:
+            if (*(const int *)o->dst) snprintf(def, sizeof def, "%d", *(const int *)o->dst);
+            break;
+        case CLI_LONG:
+            if (*(const long long *)o->dst) snprintf(def, sizeof def, "%lld", *(const long long *)o->dst);
+            break;
+        case CLI_FLOAT:
+            if (*(const double *)o->dst != 0) snprintf(def, sizeof def, "%g", *(const double *)o->dst);
+            break;
+        case CLI_STR:
+            if (*(const char *const *)o->dst) snprintf(def, sizeof def, "%s", *(const char *const *)o->dst);
+            break;
+        default: break;
+        }
+    }
+    char lhs[64];
+    snprintf(lhs, sizeof lhs, "%s%s%s", o->name, o->type == CLI_FLAG ? "" : " ", META[o->type]);
+    printf("  %-24s %s%s%s%s\n", lhs, text, *def ? " (default " : "", def, *def ? ")" : "");
+}
+
 static void print_help(const char *cmd, const cli_opt *opts, int nopts) {
     printf("usage: gpt2c %s [options]\n", cmd);
-    for (int i = 0; i < nopts; i++) printf("  %-18s %s\n", opts[i].name, opts[i].help ? opts[i].help : "");
-    printf("  %-18s %s\n", "--allow-nonfinite", "load checkpoints whose weights hold NaN or Inf (debugging)");
+    for (int i = 0; i < nopts; i++) help_line(&opts[i]);
+    printf("  %-24s %s\n", "--allow-nonfinite", "load checkpoints whose weights hold NaN or Inf (debugging)");
 }
 
 static int parse_long(const char *s, long long *out) {
@@ -79,6 +128,11 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
         positional->items = (const char **)argv; /* reuse argv storage: values are compacted */
         positional->n = 0;
     }
+    for (int i = 0; i < argc; i++) /* before any option changes a value: --help shows the defaults */
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_help(cmd, opts, nopts);
+            return -1;
+        }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

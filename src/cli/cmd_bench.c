@@ -20,7 +20,10 @@ int cmd_bench(int argc, char **argv) {
     if (argc >= 1)
         for (size_t i = 0; i < sizeof B / sizeof B[0]; i++)
             if (strcmp(argv[0], B[i].name) == 0) return B[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "usage: gpt2c bench <what> [options]\n");
-    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) fprintf(stderr, "  %-9s %s\n", B[i].name, B[i].help);
-    return 2;
+    /* --help: the list on stdout, exit 0; anything else is a usage error */
+    int help = argc >= 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0);
+    FILE *f = help ? stdout : stderr;
+    fprintf(f, "usage: gpt2c bench <what> [options]   (gpt2c bench <what> --help)\n");
+    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) fprintf(f, "  %-9s %s\n", B[i].name, B[i].help);
+    return help ? -1 : 2;
 }

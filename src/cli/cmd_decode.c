@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/decode_ids.h"
 #include "cli/readall.h"
 #include "gpt2c/tokenizer.h"
 
@@ -28,31 +29,11 @@ int cmd_decode(int argc, char **argv) {
         gpt2c_tokenizer_free(tok);
         return cli_error("decode", "stdin: read failed: %s", strerror(errno));
     }
-    int32_t *ids = malloc((n / 2 + 1) * sizeof *ids); /* every id takes >= 2 bytes but the last */
+    int32_t *ids = NULL;
     size_t nids = 0;
-    rc = 0;
-    if (!ids) rc = cli_error("decode", "stdin: out of memory");
-    int nv = gpt2c_tokenizer_vocab_size(tok);
-    for (char *p = text; !rc && *p;) {
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p) break;
-        char *e = p;
-        while (*e && !isspace((unsigned char)*e)) e++;
-        char save = *e;
-        *e = 0;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || *end || (size_t)(e - text) > n)
-            rc = cli_error("decode", "stdin: token #%zu '%.32s' is not an integer id", nids + 1, p);
-        else if (v < 0 || v >= nv)
-            rc = cli_error("decode", "stdin: token #%zu: id %lld out of range [0, %d) for %s", nids + 1, v, nv, vocab);
-        else
-            ids[nids++] = (int32_t)v;
-        *e = save;
-        p = e;
-    }
-    if (!rc && memchr(text, 0, n)) rc = cli_error("decode", "stdin: NUL byte in the id list");
+    char err[512];
+    rc = cli_decode_ids(text, n, gpt2c_tokenizer_vocab_size(tok), "stdin", vocab, &ids, &nids, err, sizeof err);
+    if (rc) cli_error("decode", "%s", err);
     char *out = NULL;
     size_t nout = 0;
     if (!rc && gpt2c_tokenizer_decode(tok, ids, nids, &out, &nout) != GPT2C_OK) rc = cli_fail_status("decode");

@@ -254,6 +254,18 @@ static int cmd_kernels(int argc, char **argv) {
             if (r.max_rel_err >= 0) printf("%.2g\n", r.max_rel_err);
             else printf("-\n");
         }
+    {
+        gpt2c_wse_kernel_row r;
+        if (gpt2c_wse_example_residual(&p, 6, 4, &r)) return cli_fail_status(CMD " kernels");
+        printf("\nresidual example (2x2 PEs, 6x4 tiles, ported task by task): %llu cycles, error %.2g\n",
+               (unsigned long long)r.cycles, r.max_rel_err);
+        if (gpt2c_wse_example_checkerboard(&p, 4, 4, 32, 16, &r)) return cli_fail_status(CMD " kernels");
+        printf("gemv-checkerboard-pattern (4x4 PEs, 32x16 fp16, ported task by task): %llu cycles, error %.2g\n",
+               (unsigned long long)r.cycles, r.max_rel_err);
+        if (gpt2c_wse_gemv_example(&p, c.fidelity, 4, 8, 4, &r)) return cli_fail_status(CMD " kernels");
+        printf("gemv-collectives_2d (4x4 PEs, 8x4 tiles): %llu cycles, error %.2g\n", (unsigned long long)r.cycles,
+               r.max_rel_err);
+    }
     printf("\nrow reduction of 64 wavelets per PE into the middle PE (cycles, colors per PE)\n%-6s %-14s", "P", "chain");
     printf("%-14s", "tree");
     for (int g = 0; g < groups.n; g++) printf("groups=%-7d", groups.items[g]);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/features.h"
 
 typedef struct {
     const char *name;
@@ -15,7 +16,7 @@ static const command COMMANDS[] = {
     {"eval", cmd_eval, "mean loss and perplexity of a model on token shards"},
     {"info", cmd_info, "config, parameter count, dtype and tensors of a checkpoint"},
     {"quantize", cmd_quantize, "quantize a checkpoint's linear weights: q8, q4 or nf4"},
-    {"convert", cmd_convert, "convert checkpoints: llm.c .bin <-> safetensors"},
+    {"convert", cmd_convert, "convert checkpoints: llm.c .bin <-> safetensors <-> Hugging Face directories"},
     {"encode", cmd_encode, "text on stdin -> GPT-2 token ids"},
     {"decode", cmd_decode, "token ids on stdin -> text"},
     {"tokenize", cmd_tokenize, "text files -> llm.c token shards"},
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("gpt2c %s (%s)\n", GPT2C_VERSION, GPT2C_BUILD_INFO);
+        cli_print_version(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

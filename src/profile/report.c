@@ -218,6 +218,11 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
         sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
                   pre, s->ovh_off, s->ovh_on, 100 * (s->ovh_on / s->ovh_off - 1), s->ovh_ctr,
                   s->ovh_ctr > 0 ? 100 * (s->ovh_ctr / s->ovh_off - 1) : 0.0, post);
+    if (s->ctr && s->steps_total && st.mean > 0) {
+        double ms = (double)s->ctr_read_ns * 1e-6 / (double)s->steps_total;
+        sb_printf(b, "%scounter reads at scope edges: %.3f ms per step = %.2f%% of the step (timed inside the hooks)%s", pre,
+                  ms, 100 * ms / st.mean, post);
+    }
     counters_lines(s, b, html);
 }
 
@@ -353,6 +358,11 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
                   s->ovh_off, s->ovh_on, 100 * (s->ovh_on / s->ovh_off - 1), s->ovh_ctr,
                   s->ovh_ctr > 0 ? 100 * (s->ovh_ctr / s->ovh_off - 1) : 0.0);
     else sb_puts(b, "null");
+    gpt2c_stat stp = gpt2c_profile_session_step_ms(s);
+    if (s->ctr && s->steps_total && stp.mean > 0) {
+        double ms = (double)s->ctr_read_ns * 1e-6 / (double)s->steps_total;
+        sb_printf(b, ",\n\"counter_reads\":{\"ms_per_step\":%.4f,\"pct_of_step\":%.3f}", ms, 100 * ms / stp.mean);
+    }
     char f[MAX_FINDINGS][512];
     int nf = gpt2c_prof_findings(s, f, MAX_FINDINGS);
     sb_puts(b, ",\n\"findings\":[");

@@ -47,19 +47,41 @@ gpt2c_profile_opts gpt2c_profile_opts_default(void) {
     return o;
 }
 
-/* ---- scope hooks: counter snapshots around each op ---------------------- */
+/* ---- scope hooks: counter snapshots around each op ----------------------
+ * A snapshot reads every thread's counter group (one read() each; for a
+ * thread running on another CPU the kernel interrupts that CPU to update the
+ * count, several microseconds).  Ops follow one another with next to nothing
+ * between them, so when a scope begins within CHAIN_NS of the previous
+ * scope's end, that end snapshot is reused as this begin: half the reads.
+ * The gap's counts (at most CHAIN_NS per thread: the profiler's own
+ * bookkeeping, threads spinning between parallel regions) go to this op.
+ * GPT2C_PROF_CHAIN_NS overrides the window (0: never reuse; for measuring). */
+#define CHAIN_NS 50000
+
 static void hook_begin(gpt2c_profiler *p, gpt2c_prof_event *e) {
     (void)e;
     gpt2c_profile_session *s = p->ext;
-    gpt2c_counters_snapshot(s->ctr, s->snap_a);
+    uint64_t t0 = gpt2c_now_ns();
+    if (s->snap_b_ns && t0 - s->snap_b_ns < s->chain_ns) {
+        uint64_t *t = s->snap_a; /* the last end is this begin */
+        s->snap_a = s->snap_b;
+        s->snap_b = t;
+    } else {
+        gpt2c_counters_snapshot(s->ctr, s->snap_a);
+    }
+    s->snap_b_ns = 0;
+    s->ctr_read_ns += gpt2c_now_ns() - t0;
 }
 
 static void hook_end(gpt2c_profiler *p, gpt2c_prof_event *e) {
     gpt2c_profile_session *s = p->ext;
+    uint64_t t0 = gpt2c_now_ns();
     gpt2c_counters_snapshot(s->ctr, s->snap_b);
+    s->snap_b_ns = gpt2c_now_ns();
     size_t i = (size_t)(e - p->events);
     gpt2c_counters_delta(s->ctr, s->snap_a, s->snap_b, s->ev_ctr + i * GPT2C_CTR_COUNT,
                          s->ev_thr + i * (size_t)s->nthreads);
+    s->ctr_read_ns += gpt2c_now_ns() - t0;
 }
 
 gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_model *m, const gpt2c_profile_opts *o) {
@@ -73,6 +95,8 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     s->B = m->B;
     s->T = m->T;
     s->nthreads = gpt2c_model_threads(m); /* the model's own count (counters open one group per thread) */
+    const char *chain = getenv("GPT2C_PROF_CHAIN_NS");
+    s->chain_ns = chain && *chain ? (uint64_t)atoll(chain) : CHAIN_NS;
     s->auto_trials = o->auto_trials;
     s->cur_phase = -1;
     snprintf(s->model_name, sizeof s->model_name, "%s", o->model_name ? o->model_name : "gpt2");

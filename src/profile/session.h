@@ -63,6 +63,9 @@ struct gpt2c_profile_session {
     double *ev_ctr;     /* [cap][GPT2C_CTR_COUNT] per event, when counters are on */
     double *ev_thr;     /* [cap][nthreads] task-clock ns per thread per event */
     uint64_t *snap_a, *snap_b;
+    uint64_t snap_b_ns; /* when snap_b (the last scope's end) was read; 0: none to reuse */
+    uint64_t chain_ns;    /* reuse window for snapshots (session.c: CHAIN_NS) */
+    uint64_t ctr_read_ns; /* time spent in the counter hooks (reads + deltas), all steps */
 
     span *spans;
     size_t nspans, span_cap;

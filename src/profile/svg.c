@@ -48,6 +48,14 @@ static int cmp_gv(const void *a, const void *b) {
     return x > y ? -1 : x < y;
 }
 
+/* Label boxes for placement (SVG units; text width estimated from its length). */
+typedef struct {
+    double x, y, w, h;
+} box;
+static int overlap(const box *a, const box *b) {
+    return a->x < b->x + b->w && b->x < a->x + a->w && a->y < b->y + b->h && b->y < a->y + a->h;
+}
+
 void gpt2c_prof_svg_top_ops(gpt2c_profile_session *s, sbuf *b) {
     gv r[GPT2C_OP_COUNT];
     int n = 0;
@@ -75,8 +83,14 @@ void gpt2c_prof_svg_layer_types(gpt2c_profile_session *s, sbuf *b) {
     hbar(b, "svg-layer-types", "Time per step by layer type", lab, v, n, "ms");
 }
 
+/* The legend goes under the bar in two columns of 370 px, one entry per row
+ * and column: the longest entry ("optimizer 99999.9 ms (100.0%)", ~30
+ * characters of 12 px sans-serif, ~200 px) fits its column, so entries never
+ * overlap whatever the numbers. */
 void gpt2c_prof_svg_phases(gpt2c_profile_session *s, sbuf *b) {
-    head(b, "svg-phases", 110, "Phase split of a step");
+    int np = 0;
+    for (int p = 0; p < GPT2C_PHASE_COUNT; p++) np += S_have(s, G_PHASE0 + p, F_MS);
+    head(b, "svg-phases", 80 + 20 * ((np + 1) / 2), "Phase split of a step");
     double tot = 0;
     for (int p = 0; p < GPT2C_PHASE_COUNT; p++)
         if (S_have(s, G_PHASE0 + p, F_MS)) tot += S_mean(s, G_PHASE0 + p, F_MS);
@@ -85,9 +99,10 @@ void gpt2c_prof_svg_phases(gpt2c_profile_session *s, sbuf *b) {
     for (int p = 0; p < GPT2C_PHASE_COUNT; p++) {
         if (!S_have(s, G_PHASE0 + p, F_MS) || tot <= 0) continue;
         double ms = S_mean(s, G_PHASE0 + p, F_MS), w = 740 * ms / tot;
+        int lx = 10 + 370 * (k % 2), ly = 72 + 20 * (k / 2);
         sb_printf(b, "<rect x=\"%.1f\" y=\"30\" width=\"%.1f\" height=\"30\" fill=\"%s\"/>\n", x, w, COLORS[p]);
-        sb_printf(b, "<rect x=\"%d\" y=\"75\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"86\">%s %.1f ms (%.1f%%)</text>\n",
-                  10 + 150 * k, COLORS[p], 26 + 150 * k, gpt2c_phase_name((gpt2c_phase)p), ms, 100 * ms / tot);
+        sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s %.1f ms (%.1f%%)</text>\n",
+                  lx, ly, COLORS[p], lx + 16, ly + 11, gpt2c_phase_name((gpt2c_phase)p), ms, 100 * ms / tot);
         x += w;
         k++;
     }
@@ -144,14 +159,49 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
         sb_html(b, s->peak_reason);
         sb_puts(b, "</text>\n");
     }
+    /* labels placed greedily, largest GFLOP/s first: beside the point if the
+     * box is free, else moved up or down (then to the left) with a leader line,
+     * never over another label, point or the plot's notes */
+    box placed[GPT2C_OP_COUNT * 2 + 2];
+    int nplaced = 0;
+    placed[nplaced++] = s->have_peak ? (box){XP(s->peak.gflops / s->peak.read_gbs) - 150, YP(s->peak.gflops) - 18, 330, 14}
+                                     : (box){X0 + 8, Y1 + 8, 660, 16};
+    gv pts[GPT2C_OP_COUNT];
+    int np = 0;
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
         int g = G_OP0 + o;
         if (!S_have(s, g, F_AI) || !S_have(s, g, F_GFLOPS)) continue;
         double ai = S_mean(s, g, F_AI), gf = S_mean(s, g, F_GFLOPS);
         if (ai < ai_lo || ai > ai_hi || gf < g_lo || gf > g_hi) continue;
-        int lt = gpt2c_op_layer_type((gpt2c_op)o);
-        sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n",
-                  XP(ai), YP(gf), COLORS[lt], XP(ai) + 7, YP(gf) + 3, gpt2c_op_name((gpt2c_op)o));
+        pts[np++] = (gv){o, gf};
+        placed[nplaced++] = (box){XP(ai) - 5, YP(gf) - 5, 10, 10}; /* the points themselves */
+    }
+    qsort(pts, (size_t)np, sizeof *pts, cmp_gv);
+    for (int i = 0; i < np; i++) {
+        int o = pts[i].g, g = G_OP0 + o, lt = gpt2c_op_layer_type((gpt2c_op)o);
+        double px = XP(S_mean(s, g, F_AI)), py = YP(S_mean(s, g, F_GFLOPS));
+        const char *name = gpt2c_op_name((gpt2c_op)o);
+        double w = 6.0 * (double)strlen(name) + 2, h = 12; /* 10 px sans-serif: under 6 px a character */
+        box lb = {px + 8, py - 6, w, h};
+        for (int tries = 0; tries < 64; tries++) {
+            int side = tries / 32, k = tries % 32; /* right, then left; offsets 0, -13, +13, -26, ... */
+            double dy = (k % 2 ? -1 : 1) * 13.0 * ((k + 1) / 2);
+            box c = {side ? px - 8 - w : px + 8, py - 6 + dy, w, h};
+            if (c.x < X0 + 1 || c.x + c.w > X1 - 1 || c.y < Y1 + 1 || c.y + c.h > Y0 - 1) continue;
+            int free_ = 1;
+            for (int j = 0; j < nplaced && free_; j++) free_ = !overlap(&c, &placed[j]);
+            if (free_) {
+                lb = c;
+                break;
+            }
+        }
+        placed[nplaced++] = lb;
+        sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", px, py, COLORS[lt]);
+        double ty = lb.y + 9.5, tx = lb.x + 1;
+        if (fabs(lb.y - (py - 6)) > 0.5 || lb.x < px) /* moved: a leader line to its point */
+            sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.7\"/>", px,
+                      py, lb.x < px ? lb.x + lb.w : lb.x, lb.y + h / 2);
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", tx, ty, name);
     }
 #undef XP
 #undef YP

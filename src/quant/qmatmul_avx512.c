@@ -177,6 +177,13 @@ void gpt2c_qmatmul_avx512_vnni(float *out, const float *inp, const gpt2c_tensor 
     rows_vnni(out, w, bias, N, act, o0, o1);
 }
 
+void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r1, float *dst) {
+    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(GPT2C_NF4_CODE)};
+    c.nbr = w->cols / c.b;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t k = 0; k < w->cols; k += 16) _mm512_storeu_ps(dst + (r - r0) * w->cols + k, dq16(&c, r, k));
+}
+
 void gpt2c_qmatmul_avx512(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                           int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;

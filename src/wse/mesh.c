@@ -151,6 +151,10 @@ void wse_op_flush(wse_mesh *m) {
     o->span_sum += span;
     o->busymax_sum += m->call_busymax;
     o->pe_span_sum += m->call_pes * span;
+    if (m->call_t1 > m->last_t1) {
+        o->crit_sum += m->call_t1 - m->last_t1;
+        m->last_t1 = m->call_t1;
+    }
     m->call_t0 = UINT64_MAX;
     m->call_t1 = 0;
 }

@@ -142,28 +142,30 @@ static void json(const gpt2c_wse_result *r, sbuf *b) {
         uint64_t comm = o->span_sum > o->busymax_sum ? o->span_sum - o->busymax_sum : 0;
         double idle = o->pe_span_sum ? 1.0 - (double)o->busy_sum / (double)o->pe_span_sum : 0;
         sb_printf(b, "%s{\"op\": \"%s\", \"layer\": %d, \"phase\": \"%s\", \"calls\": %ld, \"cycles\": %llu, "
-                     "\"compute_cycles\": %llu, \"comm_cycles\": %llu, \"idle_fraction\": %.4f, \"flops\": %.6g}",
+                     "\"critical_path_cycles\": %llu, \"compute_cycles\": %llu, \"comm_cycles\": %llu, "
+                     "\"idle_fraction\": %.4f, \"flops\": %.6g}",
                   i ? ",\n" : "", o->name, o->layer, o->phase ? "decode" : "prefill", o->calls,
-                  (unsigned long long)o->span_sum, (unsigned long long)o->busymax_sum, (unsigned long long)comm,
-                  idle < 0 ? 0 : idle, o->flops);
+                  (unsigned long long)o->span_sum, (unsigned long long)o->crit_sum, (unsigned long long)o->busymax_sum,
+                  (unsigned long long)comm, idle < 0 ? 0 : idle, o->flops);
     }
     sb_puts(b, "\n],\n\"layers\": [\n");
     for (int l = -1, first = 1; l < g->L; l++) {
-        uint64_t span = 0, busy = 0, bs = 0, ps = 0;
+        uint64_t span = 0, busy = 0, bs = 0, ps = 0, crit = 0;
         for (int i = 0; i < m->nops; i++)
             if (m->ops[i].layer == l) {
                 span += m->ops[i].span_sum;
+                crit += m->ops[i].crit_sum;
                 busy += m->ops[i].busymax_sum;
                 bs += m->ops[i].busy_sum;
                 ps += m->ops[i].pe_span_sum;
             }
-        sb_printf(b, "%s{\"layer\": %d, \"cycles\": %llu, \"compute_cycles\": %llu, \"comm_cycles\": %llu, "
-                     "\"idle_fraction\": %.4f}",
-                  first ? "" : ",\n", l, (unsigned long long)span, (unsigned long long)busy,
+        sb_printf(b, "%s{\"layer\": %d, \"cycles\": %llu, \"critical_path_cycles\": %llu, \"compute_cycles\": %llu, "
+                     "\"comm_cycles\": %llu, \"idle_fraction\": %.4f}",
+                  first ? "" : ",\n", l, (unsigned long long)span, (unsigned long long)crit, (unsigned long long)busy,
                   (unsigned long long)(span > busy ? span - busy : 0), ps ? 1.0 - (double)bs / (double)ps : 0.0);
         first = 0;
     }
-    sb_puts(b, "\n],\n\"op_accounting\": \"per op: cycles = summed spans of its calls (first start to last end over its PEs); compute_cycles = summed busiest-PE DSD cycles; comm_cycles = cycles - compute_cycles (waiting on the fabric and on other PEs); idle_fraction = 1 - busy PE-cycles / (PEs x span). layer -1: embedding, head, moves.\",\n");
+    sb_puts(b, "\n],\n\"op_accounting\": \"per op: cycles = summed spans of its calls (first start to last end over its PEs; consecutive ops overlap, so spans do not add up to the total); critical_path_cycles = how far its calls pushed the latest end time (these add up to the total cycles); compute_cycles = summed busiest-PE DSD cycles; comm_cycles = cycles - compute_cycles (waiting on the fabric and on other PEs); idle_fraction = 1 - busy PE-cycles / (PEs x span). layer -1: embedding, head, moves.\",\n");
     sb_puts(b, "\"parameters\": {\n");
     for (int i = 0; i < GPT2C_WSE_NPARAMS; i++) {
         sb_printf(b, "%s\"%s\": {\"value\": %g, \"source\": \"", i ? ",\n" : "", gpt2c_wse_param_name(i), r->params.v[i]);

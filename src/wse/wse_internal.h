@@ -50,6 +50,7 @@ typedef struct {
     uint64_t busy_sum, busy_max; /* over PEs */
     uint64_t pes;              /* PE-op participations */
     uint64_t span_sum, busymax_sum, pe_span_sum; /* per call, summed */
+    uint64_t crit_sum; /* how far each call pushed the latest end time: these add up to the makespan */
     double flops;
     long calls;
 } wse_opstat;
@@ -74,7 +75,7 @@ typedef struct wse_mesh {
     /* op accounting */
     wse_opstat *ops;
     int nops, capops, cur;
-    uint64_t call_t0, call_t1, call_busymax, call_pes;
+    uint64_t call_t0, call_t1, call_busymax, call_pes, last_t1;
     uint32_t tag_seq;
     /* trace */
     uint8_t *traced; /* per PE flag (NULL: none) */
