@@ -22,6 +22,16 @@ gpt2c_status gpt2c_cpu_force_isa(const char *name);
 const char *gpt2c_isa_name(gpt2c_isa isa);
 /* Is this ISA runnable here? */
 int gpt2c_cpu_has_isa(gpt2c_isa isa);
+/* 1 if the CPU (and OS) can run AVX512_BF16 (vdpbf16ps); the bf16 GEMM
+ * emulates it with FMAs elsewhere. */
+int gpt2c_cpu_has_avx512bf16(void);
+/* This CPU's signature, the key of every per-CPU cache (peak figures, GEMM
+ * blocking): "vendor/family/model/stepping/flags", e.g.
+ * "AuthenticAMD/25/17/1/avx2,fma,avx512f,avx512bf16,avx512vnni", from CPUID
+ * (family and model are the displayed ones, extended fields folded in), so
+ * two CPUs with the same marketing name still differ.  "other/<arch>" off
+ * x86.  The buffer is static. */
+const char *gpt2c_cpu_signature(void);
 /* CPU brand string from CPUID ("unknown" where unavailable); the buffer is static. */
 const char *gpt2c_cpu_brand(void);
 

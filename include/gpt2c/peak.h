@@ -4,9 +4,13 @@
  * cover the FMA latency on every pipe), on all requested threads, per ISA the
  * CPU supports (avx512, avx2, scalar).  Read bandwidth: a streaming sum over
  * an array far larger than the last-level cache, on all threads.  Each figure
- * is the median of several runs.  Results are cached in
- * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json), keyed by
- * CPU model and thread count. */
+ * is the median of several runs.  bf16 peak: the same with vdpbf16ps where
+ * the CPU has AVX512_BF16 (0 elsewhere: the bf16 GEMM is then emulated with
+ * fp32 FMAs and its ceiling is the fp32 FMA peak).  Results are cached in
+ * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json; JSON, with
+ * jansson: without it nothing is cached), keyed by the CPU signature
+ * (gpt2c_cpu_signature: vendor, family, model, stepping, ISA flags) and the
+ * thread count. */
 #ifndef GPT2C_PEAK_H
 #define GPT2C_PEAK_H
 
@@ -14,10 +18,12 @@
 #include "gpt2c/status.h"
 
 typedef struct gpt2c_peak {
-    char cpu[128];
+    char cpu[128];       /* brand string, for display */
+    char signature[160]; /* the cache key (with threads) */
     int threads;
     double fma_gflops[GPT2C_ISA_COUNT]; /* indexed by gpt2c_isa; 0 = ISA not supported here */
     double gflops;                      /* best of the above */
+    double bf16_gflops;                 /* vdpbf16ps peak; 0 without AVX512_BF16 */
     const char *best_isa;
     double read_gbs;    /* streaming read bandwidth, GB/s (1e9 bytes) */
     int runs;           /* runs per figure (median taken) */

@@ -11,5 +11,8 @@ int bench_generate(int argc, char **argv); /* prefill and decode tok/s (bench_ge
 /* fp32 FMA peak (GFLOP/s) of the ISA in effect on `threads` threads, from
  * `gpt2c bench peak`'s cache (measured once if absent); 0 if unavailable. */
 double bench_peak_gflops(int threads);
+/* The bf16 GEMM's ceiling: the vdpbf16ps peak where the ISA in effect is
+ * avx512 and the CPU has AVX512_BF16, else the fp32 FMA peak (emulation). */
+double bench_peak_bf16_gflops(int threads);
 
 #endif

@@ -10,7 +10,9 @@
 #include "cli/bench.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
+#include "kernels/bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"
 #ifdef GPT2C_HAVE_BLAS
 #include "kernels/blas/blas.h"
 #endif
@@ -29,7 +31,16 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int g_bf16; /* --precision bf16: the weight in bf16, activations fp32 (rounded as packed) */
+static const uint16_t *g_wb;
+
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    if (g_bf16) {
+        const int w_is_b = op != GEMM_DW;
+        cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
+                             w_is_b ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, N, IC, OC);
+        return;
+    }
 #ifdef GPT2C_HAVE_BLAS
     if (blas) {
         blas_linear_gemm(op, C, A, B, N, IC, OC);
@@ -58,7 +69,7 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
 }
 
 int bench_gemm(int argc, char **argv) {
-    const char *isa = "auto";
+    const char *isa = "auto", *precision = "fp32";
     int threads = 0, reps = 5, json = 0, no_blas = 0;
     cli_intlist ns = {{256, 1024}, 2};
     cli_opt opts[] = {
@@ -66,6 +77,7 @@ int bench_gemm(int argc, char **argv) {
         {"--threads", CLI_INT, &threads, "threads (default: all cores)", 0, 1024},
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
+        {"--precision", CLI_STR, &precision, "fp32 or bf16 (bf16 operands, fp32 accumulation; the weight stored bf16)", 0, 0},
         {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
         {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
@@ -73,22 +85,35 @@ int bench_gemm(int argc, char **argv) {
     int rc = cli_parse("bench gemm", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
     if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status("bench gemm");
+    gpt2c_format prec;
+    if (gpt2c_format_parse(precision, &prec) != 0 || (prec != GPT2C_FMT_F32 && prec != GPT2C_FMT_BF16))
+        return cli_error("bench gemm", "--precision: unknown value '%s' (fp32 or bf16)", precision);
+    g_bf16 = prec == GPT2C_FMT_BF16;
     int have_blas = 0;
 #ifdef GPT2C_HAVE_BLAS
-    have_blas = !no_blas;
+    have_blas = !no_blas && !g_bf16; /* no cblas_sbgemm is used (none in Debian's OpenBLAS) */
 #endif
     const int nt = gpt2c_set_threads(threads);
-    const double peak = bench_peak_gflops(nt);
+    const double peak = g_bf16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
     static const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
     static const char *opname[3] = {"fwd", "dinp", "dweight"};
     if (!json) {
-        printf("bench gemm: isa %s, %d threads, measured FMA peak %.1f GFLOP/s; %s; %s time\n",
-               gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, gpt2c_cpu_brand(), g_cpu_clock ? "CPU" : "wall");
+        printf("bench gemm: %s, isa %s, %d threads, measured %s peak %.1f GFLOP/s; %s [%s]; %s time\n",
+               g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt,
+               g_bf16 ? (strcmp(cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
+               peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
+        if (g_bf16) {
+            const gemm_bf16_blocking bl = cpu_gemm_bf16_get_blocking();
+            printf("  bf16 kernel %s, blocking kc %d mc %d nc %d\n", cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, bl.kc, bl.mc, bl.nc);
+        }
         if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());
+#ifdef GPT2C_HAVE_BLAS
+        else if (g_bf16 && !no_blas) printf("  blas: unavailable for bf16 (no cblas_sbgemm used)\n");
+#endif
         printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s | %9s %8s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms", "GFLOP/s",
                "best", "%peak", "blas_ms", "GFLOP/s", "%peak", "cpu/blas");
     } else {
-        printf("{\"bench\":\"gemm\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"results\":[", gpt2c_isa_name(gpt2c_cpu_isa()),
+        printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"results\":[", g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()),
                nt, peak);
     }
     /* every cpu timing first, then every blas timing: OpenBLAS's threads spin
@@ -108,13 +133,20 @@ int bench_gemm(int argc, char **argv) {
                 for (size_t i = 0; i < (size_t)N * IC; i++) X[i] = gpt2c_rng_uniform(&r) - 0.5f;
                 for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = gpt2c_rng_uniform(&r) - 0.5f;
                 for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = gpt2c_rng_uniform(&r) - 0.5f;
+                uint16_t *Wb = NULL;
+                if (g_bf16) {
+                    Wb = gpt2c_alloc(sizeof(uint16_t) * (size_t)OC * IC, "W bf16");
+                    if (!Wb) return cli_fail_status("bench gemm");
+                    for (size_t i = 0; i < (size_t)OC * IC; i++) Wb[i] = gpt2c_bf16_from_f32(W[i]);
+                }
+                g_wb = Wb;
                 for (int op = 0; op < 3; op++) {
                     float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
                     const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
                     time_gemm(pass, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &med[pass][ni][s][op],
                               &bestv[pass][ni][s][op]);
                 }
-                gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
+                gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
             }
     int first = 1;
     for (int ni = 0; ni < ns.n && ni < 64; ni++)

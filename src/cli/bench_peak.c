@@ -19,11 +19,13 @@ int bench_peak(int argc, char **argv) {
     gpt2c_peak p;
     if ((nocache ? gpt2c_peak_measure(threads, runs, &p) : gpt2c_peak_get(threads, &p, remeasure)) != 0)
         return cli_fail_status("bench peak");
-    printf("cpu        %s\nthreads    %d\n", p.cpu, p.threads);
+    printf("cpu        %s\nsignature  %s\nthreads    %d\n", p.cpu, p.signature, p.threads);
     for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
         if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name((gpt2c_isa)i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
         else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name((gpt2c_isa)i));
     }
+    if (p.bf16_gflops > 0) printf("bf16 avx512 %9.1f GFLOP/s  (vdpbf16ps)\n", p.bf16_gflops);
+    else printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
     printf("read bw    %10.1f GB/s  (streaming sum, 128 MiB)\n", p.read_gbs);
     printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.read_gbs, p.best_isa);
     printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",
@@ -35,4 +37,11 @@ double bench_peak_gflops(int threads) {
     gpt2c_peak p;
     if (gpt2c_peak_get(threads, &p, 0) != GPT2C_OK) return 0;
     return p.fma_gflops[gpt2c_cpu_isa()];
+}
+
+double bench_peak_bf16_gflops(int threads) {
+    gpt2c_peak p;
+    if (gpt2c_peak_get(threads, &p, 0) != GPT2C_OK) return 0;
+    const gpt2c_isa isa = gpt2c_cpu_isa();
+    return isa == GPT2C_ISA_AVX512 && p.bf16_gflops > 0 ? p.bf16_gflops : p.fma_gflops[isa];
 }

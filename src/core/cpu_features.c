@@ -1,6 +1,7 @@
 /* CPUID-based ISA detection and the forced-ISA switch (see gpt2c/cpu.h). */
 #include "gpt2c/cpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,16 @@ gpt2c_isa gpt2c_cpu_best_isa(void) {
     return (gpt2c_isa)best;
 }
 
+int gpt2c_cpu_has_avx512bf16(void) {
+#ifdef GPT2C_X86
+    unsigned a, b, c, d;
+    if (gpt2c_cpu_best_isa() != GPT2C_ISA_AVX512 || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 5) & 1; /* CPUID.(7,1):EAX bit 5 */
+#else
+    return 0;
+#endif
+}
+
 int gpt2c_cpu_has_isa(gpt2c_isa isa) { return (int)isa <= (int)gpt2c_cpu_best_isa(); }
 
 const char *gpt2c_isa_name(gpt2c_isa isa) {
@@ -79,6 +90,39 @@ gpt2c_isa gpt2c_cpu_isa(void) {
         if (e && *e && gpt2c_cpu_force_isa(e) != GPT2C_OK) g_forced = -1; /* bad value: keep auto */
     }
     return g_forced >= 0 ? (gpt2c_isa)g_forced : gpt2c_cpu_best_isa();
+}
+
+const char *gpt2c_cpu_signature(void) {
+    static char sig[160];
+    if (sig[0]) return sig;
+#ifdef GPT2C_X86
+    unsigned a, b, c, d, vendor[4] = {0};
+    __get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]); /* EBX, EDX, ECX spell the vendor */
+    unsigned fam = 0, model = 0, step = 0;
+    char flags[96] = "";
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        const unsigned base_fam = (a >> 8) & 0xf;
+        fam = base_fam + (base_fam == 0xf ? (a >> 20) & 0xff : 0);
+        model = ((a >> 4) & 0xf) | (base_fam == 0x6 || base_fam == 0xf ? ((a >> 16) & 0xf) << 4 : 0);
+        step = a & 0xf;
+    }
+    const gpt2c_isa best = gpt2c_cpu_best_isa();
+    if (best >= GPT2C_ISA_AVX2) strcat(flags, "avx2,fma");
+    if (best >= GPT2C_ISA_AVX512) {
+        strcat(flags, ",avx512f");
+        if (gpt2c_cpu_has_avx512bf16()) strcat(flags, ",avx512bf16");
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+            if ((c >> 11) & 1) strcat(flags, ",avx512vnni");
+            if ((d >> 22) & 1) strcat(flags, ",amxbf16");
+        }
+    }
+    snprintf(sig, sizeof sig, "%.12s/%u/%u/%u/%s", (const char *)vendor, fam, model, step, flags[0] ? flags : "sse2");
+#elif defined(__aarch64__)
+    snprintf(sig, sizeof sig, "other/aarch64");
+#else
+    snprintf(sig, sizeof sig, "other/unknown");
+#endif
+    return sig;
 }
 
 const char *gpt2c_cpu_brand(void) {

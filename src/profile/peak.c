@@ -9,6 +9,9 @@
 #include "gpt2c/core.h"
 #include "gpt2c/peak.h"
 #include "profile/peak_kernels.h"
+#ifdef GPT2C_HAVE_JANSSON
+#include <jansson.h>
+#endif
 
 static int isa_supported(int isa) { return gpt2c_cpu_has_isa((gpt2c_isa)isa); }
 
@@ -134,23 +137,47 @@ static gpt2c_status measure_read(int threads, int runs, double *gbs) {
     return GPT2C_OK;
 }
 
-static void cpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (!p) break;
-            for (p++; *p == ' '; p++) {}
-            p[strcspn(p, "\n")] = 0;
-            for (char *q = p; *q; q++)
-                if (*q == '"' || *q == '\\') *q = ' '; /* keeps the cache's JSON trivial */
-            snprintf(buf, n, "%s", p);
-            break;
-        }
-    fclose(f);
+static void cpu_model(char *buf, size_t n) { snprintf(buf, n, "%s", gpt2c_cpu_brand()); }
+
+#if defined(__x86_64__) || defined(__i386__)
+static double time_dpbf16(int threads, long iters) {
+    double secs = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        uint64_t t0 = 0;
+#pragma omp barrier
+#pragma omp master
+        t0 = gpt2c_now_ns();
+        float r = gpt2c_peak_dpbf16_avx512(iters);
+#pragma omp barrier
+#pragma omp master
+        secs = (double)(gpt2c_now_ns() - t0) * 1e-9;
+#pragma omp atomic
+        sink += r;
+    }
+    return secs;
+}
+#endif
+
+/* vdpbf16ps peak, 0 without AVX512_BF16 */
+static double measure_dpbf16(int threads, int runs) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (!gpt2c_cpu_has_avx512bf16()) return 0;
+    long iters = 100000;
+    double t = time_dpbf16(threads, iters);
+    while (t < 0.02) {
+        iters *= 4;
+        t = time_dpbf16(threads, iters);
+    }
+    iters = (long)((double)iters * 0.15 / t) + 1;
+    double g[32];
+    for (int r = 0; r < runs; r++)
+        g[r] = gpt2c_peak_dpbf16_flops_per_iter_avx512 * (double)iters * threads / time_dpbf16(threads, iters) * 1e-9;
+    return median(g, runs);
+#else
+    (void)threads, (void)runs;
+    return 0;
+#endif
 }
 
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
@@ -158,6 +185,7 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
     if (runs < 1 || runs > 32) return gpt2c_fail(GPT2C_ERR_ARG, "peak: runs must be in [1, 32] (got %d)", runs);
     memset(o, 0, sizeof *o);
     cpu_model(o->cpu, sizeof o->cpu);
+    snprintf(o->signature, sizeof o->signature, "%s", gpt2c_cpu_signature());
     o->threads = threads;
     o->runs = runs;
     o->best_isa = "scalar";
@@ -169,6 +197,7 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
             o->best_isa = gpt2c_isa_name((gpt2c_isa)isa);
         }
     }
+    o->bf16_gflops = measure_dpbf16(threads, runs);
     return measure_read(threads, runs, &o->read_gbs);
 }
 
@@ -181,32 +210,46 @@ static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
     snprintf(buf, n, "%s/peak.json", dir);
 }
 
-/* One entry per line, as written by cache_store. */
-static int parse_line(const char *line, gpt2c_peak *p) {
-    const char *c = strstr(line, "\"cpu\":\"");
-    if (!c) return 0;
-    c += 7;
-    const char *e = strchr(c, '"');
-    if (!e || (size_t)(e - c) >= sizeof p->cpu) return 0;
-    memset(p, 0, sizeof *p);
-    memcpy(p->cpu, c, (size_t)(e - c));
-    if (sscanf(e, "\",\"threads\":%d,\"avx512_gflops\":%lf,\"avx2_gflops\":%lf,\"scalar_gflops\":%lf,\"read_gbs\":%lf,\"runs\":%d",
-               &p->threads, &p->fma_gflops[0], &p->fma_gflops[1], &p->fma_gflops[2], &p->read_gbs, &p->runs) != 6)
-        return 0;
-    p->best_isa = "scalar";
+#ifdef GPT2C_HAVE_JANSSON
+/* The cache: {"version":2,"entries":[{"signature":..,"threads":..,"cpu":..,
+ * "fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,
+ * "read_gbs":..,"runs":..}, ...]}.  A file of another version is replaced. */
+static json_t *entry_json(const gpt2c_peak *p) {
+    json_t *fma = json_object();
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
+        if (p->fma_gflops[i] > 0) json_object_set_new(fma, gpt2c_isa_name((gpt2c_isa)i), json_real(p->fma_gflops[i]));
+    return json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:i}", "signature", p->signature, "threads", p->threads, "cpu", p->cpu,
+                     "fma_gflops", fma, "bf16_gflops", p->bf16_gflops, "read_gbs", p->read_gbs, "runs", p->runs);
+}
+
+static int entry_parse(json_t *e, gpt2c_peak *p) {
+    const char *sig = NULL, *cpu = "";
+    json_t *fma = NULL;
+    memset(p, 0, sizeof *p);
+    if (json_unpack(e, "{s:s, s:i, s?s, s:o, s?F, s:F, s?i}", "signature", &sig, "threads", &p->threads, "cpu", &cpu,
+                    "fma_gflops", &fma, "bf16_gflops", &p->bf16_gflops, "read_gbs", &p->read_gbs, "runs", &p->runs) != 0 ||
+        !json_is_object(fma))
+        return 0;
+    snprintf(p->signature, sizeof p->signature, "%s", sig);
+    snprintf(p->cpu, sizeof p->cpu, "%s", cpu);
+    p->best_isa = "scalar";
+    for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
+        json_t *v = json_object_get(fma, gpt2c_isa_name((gpt2c_isa)i));
+        p->fma_gflops[i] = json_is_number(v) ? json_number_value(v) : 0;
         if (p->fma_gflops[i] > p->gflops) {
             p->gflops = p->fma_gflops[i];
             p->best_isa = gpt2c_isa_name((gpt2c_isa)i);
         }
+    }
     return p->gflops > 0 && p->read_gbs > 0;
 }
 
-static void entry_line(const gpt2c_peak *p, char *buf, size_t n) {
-    snprintf(buf, n,
-             "{\"cpu\":\"%s\",\"threads\":%d,\"avx512_gflops\":%.3f,\"avx2_gflops\":%.3f,\"scalar_gflops\":%.3f,"
-             "\"read_gbs\":%.3f,\"runs\":%d}",
-             p->cpu, p->threads, p->fma_gflops[0], p->fma_gflops[1], p->fma_gflops[2], p->read_gbs, p->runs);
+static json_t *cache_load(const char *path) {
+    json_t *root = json_load_file(path, 0, NULL);
+    if (root && json_integer_value(json_object_get(root, "version")) == 2 && json_is_array(json_object_get(root, "entries")))
+        return root;
+    json_decref(root);
+    return NULL;
 }
 
 /* Rewrites the cache with this entry replacing any of the same key; failure is not fatal. */
@@ -219,53 +262,54 @@ static int cache_store(const char *path, const char *dir, const gpt2c_peak *p) {
         mkdir(parent, 0755);
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 0;
-    char lines[64][512];
-    int n = 0;
-    FILE *f = fopen(path, "r");
-    if (f) {
-        char line[512];
-        while (n < 63 && fgets(line, sizeof line, f)) {
-            gpt2c_peak q;
-            if (!parse_line(line, &q) || (strcmp(q.cpu, p->cpu) == 0 && q.threads == p->threads)) continue;
-            entry_line(&q, lines[n++], sizeof lines[0]);
-        }
-        fclose(f);
+    json_t *root = cache_load(path);
+    if (!root) root = json_pack("{s:i, s:[]}", "version", 2, "entries");
+    json_t *entries = json_object_get(root, "entries");
+    for (size_t i = json_array_size(entries); i-- > 0;) {
+        gpt2c_peak q;
+        if (!entry_parse(json_array_get(entries, i), &q) ||
+            (strcmp(q.signature, p->signature) == 0 && q.threads == p->threads))
+            json_array_remove(entries, i);
     }
-    entry_line(p, lines[n++], sizeof lines[0]);
+    json_array_append_new(entries, entry_json(p));
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f) return 0;
-    fprintf(f, "{\"version\":1,\"entries\":[\n");
-    for (int i = 0; i < n; i++) fprintf(f, "%s%s\n", lines[i], i + 1 < n ? "," : "");
-    fprintf(f, "]}\n");
-    int ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    int ok = json_dump_file(root, tmp, JSON_INDENT(1)) == 0 && rename(tmp, path) == 0;
     if (!ok) remove(tmp);
+    json_decref(root);
     return ok;
 }
+
+static int cache_find(const char *path, int threads, gpt2c_peak *out) {
+    json_t *root = cache_load(path);
+    if (!root) return 0;
+    json_t *entries = json_object_get(root, "entries");
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(entries) && !found; i++)
+        found = entry_parse(json_array_get(entries, i), out) && strcmp(out->signature, gpt2c_cpu_signature()) == 0 &&
+                out->threads == threads;
+    json_decref(root);
+    return found;
+}
+#else
+static int cache_store(const char *path, const char *dir, const gpt2c_peak *p) {
+    (void)path, (void)dir, (void)p;
+    return 0;
+}
+static int cache_find(const char *path, int threads, gpt2c_peak *out) {
+    (void)path, (void)threads, (void)out;
+    return 0;
+}
+#endif
 
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) {
     if (threads <= 0) threads = omp_get_num_procs();
     char path[512], dir[512];
     cache_path(path, sizeof path, dir, sizeof dir);
-    char cpu[128];
-    cpu_model(cpu, sizeof cpu);
-    if (!remeasure && path[0]) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            char line[512];
-            gpt2c_peak q;
-            int found = 0;
-            while (!found && fgets(line, sizeof line, f))
-                found = parse_line(line, &q) && strcmp(q.cpu, cpu) == 0 && q.threads == threads;
-            fclose(f);
-            if (found) {
-                *out = q;
-                out->from_cache = 1;
-                snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
-                return GPT2C_OK;
-            }
-        }
+    if (!remeasure && path[0] && cache_find(path, threads, out)) {
+        out->from_cache = 1;
+        snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
+        return GPT2C_OK;
     }
     GPT2C_TRY(gpt2c_peak_measure(threads, 5, out));
     if (path[0] && cache_store(path, dir, out)) snprintf(out->cache_path, sizeof out->cache_path, "%s", path);

@@ -31,3 +31,19 @@ float gpt2c_peak_sum_avx512(const float *x, size_t n) {
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
+
+/* vdpbf16ps: each does 16 x 2 multiply-adds (64 FLOPs per zmm). */
+const double gpt2c_peak_dpbf16_flops_per_iter_avx512 = NACC * 16 * 2 * 2;
+
+float gpt2c_peak_dpbf16_avx512(long iters) {
+    __m512 acc[NACC];
+    for (int i = 0; i < NACC; i++) acc[i] = _mm512_set1_ps(0.001f * (float)i);
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f7f3f7f), b = (__m512bh)_mm512_set1_epi32(0x33d633d6);
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 16
+        for (int i = 0; i < NACC; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    }
+    __m512 s = acc[0];
+    for (int i = 1; i < NACC; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}

@@ -12,6 +12,9 @@ float gpt2c_peak_fma_avx512(long iters);
 float gpt2c_peak_fma_avx2(long iters);
 extern const double gpt2c_peak_fma_flops_per_iter_avx512;
 extern const double gpt2c_peak_fma_flops_per_iter_avx2;
+/* The same with vdpbf16ps (AVX512_BF16 only). */
+float gpt2c_peak_dpbf16_avx512(long iters);
+extern const double gpt2c_peak_dpbf16_flops_per_iter_avx512;
 /* Sum of n floats (n a multiple of 64), with several independent accumulators. */
 float gpt2c_peak_sum_avx512(const float *x, size_t n);
 float gpt2c_peak_sum_avx2(const float *x, size_t n);

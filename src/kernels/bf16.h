@@ -1,0 +1,32 @@
+/* bfloat16 <-> fp32, the one rounding every bf16 path uses.
+ *
+ * bf16 is the top half of an fp32 (sign, 8-bit exponent, 7-bit mantissa).
+ * fp32 -> bf16 rounds to nearest, ties to even (as vcvtneps2bf16 does); a NaN
+ * stays a (quiet) NaN instead of rounding into infinity.  bf16 -> fp32 is
+ * exact. */
+#ifndef GPT2C_KERNELS_BF16_H
+#define GPT2C_KERNELS_BF16_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t gpt2c_bf16_from_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN: keep it, quiet */
+    u += 0x7fffu + ((u >> 16) & 1u);                                         /* round half to even */
+    return (uint16_t)(u >> 16);
+}
+
+static inline float gpt2c_bf16_to_f32(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* fp32 rounded through bf16 (the value a bf16 GEMM multiplies by). */
+static inline float gpt2c_bf16_round(float f) { return gpt2c_bf16_to_f32(gpt2c_bf16_from_f32(f)); }
+
+#endif

@@ -1,0 +1,278 @@
+/* bf16 GEMM driver (see gemm_bf16.h), the same plan as cpu_gemm's:
+ *
+ *   C is cut into units of <= mc rows x <= nc columns; threads take whole
+ *   units (no barriers, no shared buffers).  In a unit, for each K block of
+ *   kc (in order):
+ *     A's block is packed into MR-row pair panels and B's into NR-column pair
+ *     panels (per-thread buffers), rounding fp32 operands to bf16 on the way:
+ *     every later read is of half the bytes, in the order the kernel wants;
+ *     for each B panel (L1), for each A panel (L2): micro-kernel on the tile.
+ *   Edge panels are zero-padded and their C tile goes through a small
+ *   buffer, so kernels stay full-size.  Bias is folded into the first K block.
+ * The summation order is fixed by the pair arithmetic alone (not by kc, mc,
+ * nc or threads), so the blocking is free to be tuned per CPU. */
+#include "kernels/cpu/gemm_bf16.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/bf16.h"
+
+#define MR_MAX 6
+#define NR_MAX 64
+#define MC_STEP 12 /* lcm of every MR */
+#define NC_STEP 64 /* lcm of every NR */
+
+static gemm_bf16_blocking g_blocking = {384, 192, 512};
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int round_up(int a, int b) { return (a + b - 1) / b * b; }
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
+
+gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b) {
+    b.kc = round_up(clampi(b.kc, 16, 4096), 2);
+    b.mc = round_up(clampi(b.mc, MC_STEP, 4096), MC_STEP);
+    b.nc = round_up(clampi(b.nc, NC_STEP, 1 << 16), NC_STEP);
+    g_blocking = b;
+    return b;
+}
+
+/* ---- portable kernel: 4 x 16, plain C ---- */
+static float hi_f32(uint32_t w) {
+    const uint32_t u = w & 0xffff0000u;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static float lo_f32(uint32_t w) {
+    const uint32_t u = w << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+                             const float *bias) {
+    float c[4][16];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) c[r][j] = load_c ? C[r * ldc + j] : (bias ? bias[j] : 0.0f);
+    for (int p = 0; p < kp; p++, a += 4, b += 16) {
+        float bh[16], bl[16];
+        for (int j = 0; j < 16; j++) bh[j] = hi_f32(b[j]), bl[j] = lo_f32(b[j]);
+        for (int r = 0; r < 4; r++) {
+            const float ah = hi_f32(a[r]), al = lo_f32(a[r]);
+            for (int j = 0; j < 16; j++) {
+                c[r][j] += ah * bh[j]; /* exact product: rounding only in the add */
+                c[r][j] += al * bl[j];
+            }
+        }
+    }
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
+}
+const gemm_bf16_isa_kernel gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16};
+
+static int g_has_bf16 = -1;
+const gemm_bf16_isa_kernel *cpu_gemm_bf16_kernel(gpt2c_isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (g_has_bf16 < 0) g_has_bf16 = gpt2c_cpu_has_avx512bf16();
+    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gemm_bf16_kernel_avx512bf16 : &gemm_bf16_kernel_avx512f;
+    if (isa == GPT2C_ISA_AVX2) return &gemm_bf16_kernel_avx2;
+#else
+    (void)isa;
+    (void)g_has_bf16;
+#endif
+    return &gemm_bf16_kernel_scalar;
+}
+
+/* ---- packing ---- */
+static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size_t i, const int bf) {
+    return bf ? ((const uint16_t *)p)[i] : gpt2c_bf16_from_f32(((const float *)p)[i]);
+}
+
+/* dst[q*ds + i] (q < ceil(kc/2), i < n_pad) = the pair word of elements
+ * (i0+i, k0+2q) and (i0+i, k0+2q+1), element (i,k) at p[i*si + k*sk]; zero
+ * for i >= n and for k >= k0+kc. */
+static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restrict dst, int ds, const void *p, long si,
+                                                               long sk, long i0, int n, int n_pad, int k0, int kc,
+                                                               const int bf) {
+    const int kq = kc / 2, odd = kc & 1;
+    if (sk == 1) { /* pairs contiguous: row by row */
+        for (int i = 0; i < n; i++) {
+            const size_t base = (size_t)(i0 + i) * si + k0;
+            uint32_t *d = dst + i;
+            if (bf) {
+                const uint16_t *s = (const uint16_t *)p + base;
+                for (int q = 0; q < kq; q++) {
+                    uint32_t w;
+                    memcpy(&w, s + 2 * q, 4); /* little-endian: k even in the low half */
+                    d[(size_t)q * ds] = w;
+                }
+            } else {
+                const float *s = (const float *)p + base;
+                for (int q = 0; q < kq; q++)
+                    d[(size_t)q * ds] =
+                        (uint32_t)gpt2c_bf16_from_f32(s[2 * q]) | (uint32_t)gpt2c_bf16_from_f32(s[2 * q + 1]) << 16;
+            }
+            if (odd) d[(size_t)kq * ds] = elem16(p, base + 2 * kq, bf);
+        }
+    } else { /* two rows of k at a time, along i */
+        for (int q = 0; q < kq; q++) {
+            const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0 * si, b1 = b0 + sk;
+            uint32_t *restrict d = dst + (size_t)q * ds;
+            if (si == 1)
+                for (int i = 0; i < n; i++) d[i] = elem16(p, b0 + i, bf) | elem16(p, b1 + i, bf) << 16;
+            else
+                for (int i = 0; i < n; i++) d[i] = elem16(p, b0 + i * si, bf) | elem16(p, b1 + i * si, bf) << 16;
+        }
+        if (odd) {
+            const size_t b0 = (size_t)(k0 + 2 * kq) * sk + i0 * si;
+            for (int i = 0; i < n; i++) dst[(size_t)kq * ds + i] = elem16(p, b0 + i * si, bf);
+        }
+    }
+    for (int q = 0; q < (kc + 1) / 2; q++)
+        for (int i = n; i < n_pad; i++) dst[(size_t)q * ds + i] = 0;
+}
+
+static void pack_pairs(uint32_t *dst, int ds, const gemm_operand *o, long si, long sk, long i0, int n, int n_pad, int k0,
+                       int kc) {
+    if (o->fmt == GPT2C_FMT_BF16)
+        pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 1);
+    else
+        pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 0);
+}
+
+/* Per-thread pack buffers, grown when the blocking asks for more (kept: no
+ * allocation in later steps). */
+static _Thread_local uint32_t *tl_abuf, *tl_bbuf;
+static _Thread_local size_t tl_acap, tl_bcap;
+
+static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
+    if (*cap >= words) return *buf;
+    free(*buf);
+    *buf = aligned_alloc(64, round_up((int)(words * 4), 64));
+    *cap = *buf ? words : 0;
+    return *buf;
+}
+
+static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
+                      const gemm_operand *A, const gemm_operand *B, float *C, long ldc, const float *bias,
+                      int accumulate, uint32_t *abuf, uint32_t *bbuf) {
+    const int MR = kk->mr, NR = kk->nr;
+    for (int pc = 0; pc < K; pc += kcmax) {
+        const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
+        const int load_c = accumulate || pc > 0;
+        for (int ir = 0; ir < mb; ir += MR)
+            pack_pairs(abuf + (size_t)ir * kp, MR, A, A->rs, A->cs, ic + ir, mb - ir < MR ? mb - ir : MR, MR, pc, kc);
+        for (int jr = 0; jr < nb; jr += NR)
+            pack_pairs(bbuf + (size_t)jr * kp, NR, B, B->cs, B->rs, jc + jr, nb - jr < NR ? nb - jr : NR, NR, pc, kc);
+        for (int jr = 0; jr < nb; jr += NR) {
+            const int nr = nb - jr < NR ? nb - jr : NR;
+            const uint32_t *bp = bbuf + (size_t)jr * kp;
+            const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
+            for (int ir = 0; ir < mb; ir += MR) {
+                const int mr = mb - ir < MR ? mb - ir : MR;
+                const uint32_t *ap = abuf + (size_t)ir * kp;
+                float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                if (mr == MR && nr == NR) {
+                    kk->kern(kp, ap, bp, c, ldc, load_c, bi);
+                } else { /* edge tile: through a full-size buffer */
+                    float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
+                    float bpad[NR_MAX] __attribute__((aligned(64)));
+                    if (load_c)
+                        for (int r = 0; r < mr; r++) memcpy(tmp + r * NR, c + (size_t)r * ldc, sizeof(float) * nr);
+                    if (bi) {
+                        memset(bpad, 0, sizeof bpad);
+                        memcpy(bpad, bi, sizeof(float) * nr);
+                    }
+                    kk->kern(kp, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
+                    for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
+                }
+            }
+        }
+    }
+}
+
+/* Unpacked fallback (same arithmetic), only if a pack buffer cannot be allocated. */
+static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand *A, const gemm_operand *B, float *C,
+                       long ldc, const float *bias, int accumulate) {
+    const int abf = A->fmt == GPT2C_FMT_BF16, bbf = B->fmt == GPT2C_FMT_BF16;
+    for (int i = ic; i < ic + mb; i++)
+        for (int j = jc; j < jc + nb; j++) {
+            float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
+            for (int k = 0; k < K; k += 2) {
+                if (k + 1 < K)
+                    acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)(k + 1) * A->cs, abf)) *
+                           gpt2c_bf16_to_f32(elem16(B->p, (size_t)(k + 1) * B->rs + (size_t)j * B->cs, bbf));
+                acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)k * A->cs, abf)) *
+                       gpt2c_bf16_to_f32(elem16(B->p, (size_t)k * B->rs + (size_t)j * B->cs, bbf));
+            }
+            C[(size_t)i * ldc + j] = acc;
+        }
+}
+
+void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+                        long ldc, const float *bias, int accumulate) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+        return;
+    }
+    const gemm_bf16_blocking bl = g_blocking;
+    const int MR = kk->mr, NR = kk->nr;
+    const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
+    int cg = ceil_div(N, bl.nc), rc = ceil_div(M, bl.mc);
+    /* few units: make their count a multiple of the threads (any split gives the same numbers) */
+    if (nth > 1 && (cg * rc) % nth && cg * rc < 4 * nth) {
+        if (round_up(cg, nth) <= ceil_div(N, NR))
+            cg = round_up(cg, nth);
+        else if (round_up(rc, nth) <= ceil_div(M, MR))
+            rc = round_up(rc, nth);
+    }
+    const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
+    cg = ceil_div(N, NCU);
+    rc = ceil_div(M, MCU);
+    const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(units < nth ? units : nth) if (units > 1 && nth > 1)
+    for (int u = 0; u < units; u++) {
+        const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
+        const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
+        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU);
+        uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU);
+        if (ab && bb)
+            gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate, ab, bb);
+        else
+            gemm_naive(ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate);
+    }
+}
+
+void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
+                   const float *bias, int accumulate) {
+    cpu_gemm_bf16_with(cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
+}
+
+void cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
+                          gpt2c_format fb, int N, int IC, int OC) {
+    switch (op) {
+    case GEMM_FWD: {
+        const gemm_operand a = {A, fa, IC, 1}, b = {B, fb, 1, IC};
+        cpu_gemm_bf16(isa, N, OC, IC, a, b, C, OC, NULL, 0);
+        break;
+    }
+    case GEMM_DINP: {
+        const gemm_operand a = {A, fa, OC, 1}, b = {B, fb, IC, 1};
+        cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
+        break;
+    }
+    case GEMM_DW: {
+        const gemm_operand a = {A, fa, 1, OC}, b = {B, fb, IC, 1};
+        cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
+        break;
+    }
+    }
+}

@@ -1,0 +1,78 @@
+/* The cpu backend's bf16 GEMM: bf16 operands, fp32 accumulation.
+ *
+ *   C (M,N) fp32 [ldc] = (accumulate ? C : bias (N, may be NULL) or 0) + A (M,K) B (K,N)
+ *
+ * A and B are each fp32 or bf16 (gemm_operand: pointer, format, row and
+ * column strides in elements, as cpu_gemm's), so the three GEMMs of a linear
+ * layer need no transposes or conversions: an fp32 operand (an activation, a
+ * gradient) is rounded to bf16 (round to nearest even, kernels/bf16.h) as it
+ * is packed; a bf16 operand (a weight copy) is packed as it is.
+ *
+ * Every path computes the same thing, the arithmetic of vdpbf16ps: K is taken
+ * in pairs (2p, 2p+1) (an odd K gets a zero partner), and for each pair
+ *   c += a[2p+1] * b[2p+1];   c += a[2p] * b[2p];
+ * each product is exact in fp32 (8-bit x 8-bit significands) and each add is
+ * rounded to fp32 (nearest even).  So the result does not depend on the
+ * blocking (KC, MC, NC) or the number of threads, and the emulated paths
+ * (AVX-512F, AVX2, portable C: an FMA of an exact product is the same add)
+ * give the same bits as vdpbf16ps, except that vdpbf16ps flushes denormal
+ * inputs and results to zero.  ref_gemm_bf16 (test oracle) is this loop. */
+#ifndef GPT2C_CPU_GEMM_BF16_H
+#define GPT2C_CPU_GEMM_BF16_H
+
+#include <stdint.h>
+
+#include "gpt2c/cpu.h"
+#include "gpt2c/format.h"
+#include "kernels/cpu/gemm.h"
+
+typedef struct {
+    const void *p;
+    gpt2c_format fmt; /* GPT2C_FMT_F32 or GPT2C_FMT_BF16 */
+    long rs, cs;      /* element (i,k) at p[i*rs + k*cs] (for B: (k,j) at p[k*rs + j*cs]) */
+} gemm_operand;
+
+/* A micro-kernel on packed pair panels: a[p*MR + r] and b[p*NR + j] are 32-bit
+ * words holding bf16 (row r / column j, k = 2p) in the low half and k = 2p+1
+ * in the high half; kp pairs.  C tile (MR,NR) [ldc] = (load_c ? C : bias ?
+ * bias : 0) + the pair sums above. */
+typedef void (*gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+                                    const float *bias);
+
+typedef struct {
+    const char *name; /* "avx512bf16", "avx512f", "avx2", "scalar" */
+    int mr, nr;
+    gemm_bf16_kernel_fn kern;
+} gemm_bf16_isa_kernel;
+
+extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */
+extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512f;    /* emulated with FMAs */
+extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx2;       /* emulated with FMAs */
+extern const gemm_bf16_isa_kernel gemm_bf16_kernel_scalar;     /* portable C */
+
+/* The kernel cpu_gemm_bf16 uses for `isa` (avx512 -> vdpbf16ps when the CPU
+ * has AVX512_BF16, else the emulated one). */
+const gemm_bf16_isa_kernel *cpu_gemm_bf16_kernel(gpt2c_isa isa);
+
+/* Blocking of the driver (elements; any values give the same results). */
+typedef struct {
+    int kc; /* K block (even) */
+    int mc; /* rows per unit (a multiple of every MR: 48) */
+    int nc; /* columns per unit (a multiple of every NR: 64) */
+} gemm_bf16_blocking;
+gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void);
+/* Sets the blocking (rounded to valid values); returns the one in effect. */
+gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b);
+
+void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
+                   const float *bias, int accumulate);
+/* The same with an explicit kernel (tests: every path this CPU can run). */
+void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+                        long ldc, const float *bias, int accumulate);
+
+/* The three GEMMs of a linear layer (gemm.h's gemm_linear_op), A and B of
+ * formats fa and fb (W is B for fwd/dinp, X is B for dweight). */
+void cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
+                          gpt2c_format fb, int N, int IC, int OC);
+
+#endif

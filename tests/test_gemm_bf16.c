@@ -1,0 +1,155 @@
+/* The bf16 GEMM (kernels/cpu/gemm_bf16.h) against its oracle ref_gemm_bf16,
+ * for every kernel this CPU can run (vdpbf16ps, and the AVX-512F, AVX2 and
+ * portable emulations), on ragged shapes (no multiple of any tile or block),
+ * for the three GEMMs of a linear layer with the weight given as bf16 and as
+ * fp32, with a bias and with accumulation.
+ *
+ * Every path computes the same pair arithmetic, so the comparison is bitwise;
+ * so is the comparison between 1 and 2 threads and between two blockings.
+ * The oracle itself is checked against a double-precision dot product of the
+ * bf16-rounded inputs (|error| <= K * 2^-24 * sum |a b|, the bound of a
+ * recursive fp32 sum), and the bf16 rounding against hand-worked values. */
+#include <omp.h>
+#include <stdint.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/ref/ref_gemm_bf16.h"
+#include "testutil.h"
+
+static float *rnd(size_t n, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, seed, n);
+    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
+    return x;
+}
+
+static uint16_t *to_bf16(const float *x, size_t n) {
+    uint16_t *y = malloc(sizeof(uint16_t) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) y[i] = gpt2c_bf16_from_f32(x[i]);
+    return y;
+}
+
+static float bits_f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void test_rounding(void) {
+    CHECK(gpt2c_bf16_from_f32(1.0f) == 0x3f80);
+    CHECK(gpt2c_bf16_from_f32(bits_f(0x3f808000u)) == 0x3f80); /* tie, even below: down */
+    CHECK(gpt2c_bf16_from_f32(bits_f(0x3f818000u)) == 0x3f82); /* tie, odd below: up */
+    CHECK(gpt2c_bf16_from_f32(bits_f(0x3f808001u)) == 0x3f81); /* above the tie: up */
+    CHECK(gpt2c_bf16_from_f32(-2.0f) == 0xc000);
+    CHECK(gpt2c_bf16_from_f32(bits_f(0x7f800000u)) == 0x7f80);          /* inf stays inf */
+    CHECK(gpt2c_bf16_from_f32(bits_f(0x7f7fffffu)) == 0x7f80);          /* FLT_MAX rounds to inf */
+    CHECK((gpt2c_bf16_from_f32(bits_f(0x7f800001u)) & 0x7fff) > 0x7f80); /* NaN stays NaN */
+    CHECK(gpt2c_bf16_to_f32(0x4049) == bits_f(0x40490000u));
+}
+
+/* ref against double on the rounded inputs */
+static void test_oracle(void) {
+    const int M = 5, N = 7, K = 301;
+    float *A = rnd((size_t)M * K, 1), *B = rnd((size_t)K * N, 2), C[5 * 7];
+    ref_gemm_bf16(M, N, K, A, K, 1, B, N, 1, C, N, NULL, 0);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, sa = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)gpt2c_bf16_round(A[i * K + k]) * gpt2c_bf16_round(B[k * N + j]);
+                s += p, sa += fabs(p);
+            }
+            CHECK_MSG(fabs(C[i * N + j] - s) <= K * 0x1p-24 * sa, "ref (%d,%d): %g vs %g", i, j, C[i * N + j], s);
+        }
+    free(A), free(B);
+}
+
+static int g_fail_shown;
+static void cmp(const char *what, const gemm_bf16_isa_kernel *kk, const float *got, const float *want, size_t n) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i] && !bad++) first = i;
+    CHECK_MSG(bad == 0, "[%s] %s: %zu of %zu differ (first at %zu: %.9g vs %.9g)", kk->name, what, bad, n, first,
+              bad ? got[first] : 0, bad ? want[first] : 0);
+    if (bad) g_fail_shown++;
+}
+
+/* One linear layer's three GEMMs with kernel kk, weight in format wf. */
+static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, gpt2c_format wf, uint64_t seed) {
+    char what[128];
+    float *X = rnd((size_t)N * IC, seed), *W = rnd((size_t)OC * IC, seed + 1), *D = rnd((size_t)N * OC, seed + 2);
+    float *bias = rnd(OC, seed + 3);
+    uint16_t *Wb = to_bf16(W, (size_t)OC * IC);
+    const void *Wp = wf == GPT2C_FMT_BF16 ? (const void *)Wb : (const void *)W;
+    float *out = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
+    float *dX = malloc(sizeof(float) * N * IC), *rdX = malloc(sizeof(float) * N * IC);
+    float *dW = rnd((size_t)OC * IC, seed + 4), *rdW = malloc(sizeof(float) * OC * IC), *dW2 = malloc(sizeof(float) * OC * IC);
+    memcpy(rdW, dW, sizeof(float) * OC * IC);
+    memcpy(dW2, dW, sizeof(float) * OC * IC);
+    const char *wn = wf == GPT2C_FMT_BF16 ? "bf16" : "f32";
+
+    /* forward with bias: out = X W^T + b */
+    const gemm_operand ax = {X, GPT2C_FMT_F32, IC, 1}, bw = {Wp, wf, 1, IC};
+    cpu_gemm_bf16_with(kk, N, OC, IC, ax, bw, out, OC, bias, 0);
+    ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
+    snprintf(what, sizeof what, "fwd N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
+    cmp(what, kk, out, ref, (size_t)N * OC);
+    /* dinp = dout W */
+    const gemm_operand ad = {D, GPT2C_FMT_F32, OC, 1}, bw2 = {Wp, wf, IC, 1};
+    cpu_gemm_bf16_with(kk, N, IC, OC, ad, bw2, dX, IC, NULL, 0);
+    ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
+    snprintf(what, sizeof what, "dinp N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
+    cmp(what, kk, dX, rdX, (size_t)N * IC);
+    /* dW += dout^T X (X in the weight's format: a bf16 activation copy) */
+    uint16_t *Xb = to_bf16(X, (size_t)N * IC);
+    const gemm_operand adt = {D, GPT2C_FMT_F32, 1, OC}, bx = {wf == GPT2C_FMT_BF16 ? (const void *)Xb : (const void *)X, wf, IC, 1};
+    cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW, IC, NULL, 1);
+    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    snprintf(what, sizeof what, "dweight N=%d IC=%d OC=%d X %s", N, IC, OC, wn);
+    cmp(what, kk, dW, rdW, (size_t)OC * IC);
+
+    /* 1 thread and a small blocking (many K blocks, units, edges): same bits */
+    const int nth = omp_get_max_threads();
+    const gemm_bf16_blocking keep = cpu_gemm_bf16_get_blocking(), small = {16, 12, 64};
+    omp_set_num_threads(1);
+    cpu_gemm_bf16_set_blocking(small);
+    cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW2, IC, NULL, 1);
+    cpu_gemm_bf16_set_blocking(keep);
+    omp_set_num_threads(nth);
+    snprintf(what, sizeof what, "dweight 1 thread, kc 16 vs %d threads, kc %d", nth, keep.kc);
+    cmp(what, kk, dW2, dW, (size_t)OC * IC);
+
+    free(X), free(W), free(D), free(bias), free(Wb), free(Xb), free(out), free(ref), free(dX), free(rdX), free(dW),
+        free(rdW), free(dW2);
+}
+
+int main(void) {
+    test_rounding();
+    test_oracle();
+    omp_set_num_threads(2);
+    const gemm_bf16_isa_kernel *kernels[4];
+    int nk = 0;
+    kernels[nk++] = &gemm_bf16_kernel_scalar;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) kernels[nk++] = &gemm_bf16_kernel_avx2;
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) kernels[nk++] = &gemm_bf16_kernel_avx512f;
+    if (gpt2c_cpu_has_avx512bf16()) kernels[nk++] = &gemm_bf16_kernel_avx512bf16;
+    else printf("  (no AVX512_BF16 on this CPU: vdpbf16ps kernel not tested)\n");
+#endif
+    static const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 29, 13}, {37, 67, 101}, {50, 130, 71}, {9, 200, 515}, {130, 33, 64}};
+    for (int k = 0; k < nk; k++) {
+        printf("  kernel %s (%dx%d)\n", kernels[k]->name, kernels[k]->mr, kernels[k]->nr);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int wf = 0; wf < 2; wf++)
+                test_linear(kernels[k], shapes[s][0], shapes[s][1], shapes[s][2], wf ? GPT2C_FMT_BF16 : GPT2C_FMT_F32,
+                            100 + 10 * s);
+    }
+    /* the dispatcher picks a kernel for every ISA */
+    for (int i = 0; i < GPT2C_ISA_COUNT; i++)
+        if (gpt2c_cpu_has_isa((gpt2c_isa)i)) CHECK(cpu_gemm_bf16_kernel((gpt2c_isa)i) != NULL);
+    return tu_finish("test_gemm_bf16");
+}
