@@ -55,11 +55,10 @@ int bench_generate(int argc, char **argv) {
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    const int nthreads = gpt2c_set_threads(threads);
-
     gpt2c_model *m = NULL;
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
+    const int nthreads = gpt2c_model_set_threads(m, threads);
     if (quant_arg_apply("bench generate", quant, model, m, 1)) {
         gpt2c_model_free(m);
         return 1;
