@@ -37,18 +37,18 @@ static const uint16_t *g_wb;
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
     if (g_bf16) {
         const int w_is_b = op != GEMM_DW;
-        cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
+        gpt2c_cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
                              w_is_b ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, N, IC, OC);
         return;
     }
 #ifdef GPT2C_HAVE_BLAS
     if (blas) {
-        blas_linear_gemm(op, C, A, B, N, IC, OC);
+        gpt2c_blas_linear_gemm(op, C, A, B, N, IC, OC);
         return;
     }
 #endif
     (void)blas;
-    cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
+    gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
 }
 
 /* median and best ms of `reps` runs, after warming up (caches, page faults,
@@ -101,14 +101,14 @@ int bench_gemm(int argc, char **argv) {
     if (!json) {
         printf("bench gemm: %s, isa %s, %d threads, measured %s peak %.1f GFLOP/s; %s [%s]; %s time\n",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt,
-               g_bf16 ? (strcmp(cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
+               g_bf16 ? (strcmp(gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
         if (g_bf16) {
             int from_cache = 0;
             double tuned = 0;
-            gemm_bf16_blocking bl = cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
-            cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
-            printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
+            gemm_bf16_blocking bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
+            gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
+            printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
         }
         if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());

@@ -30,9 +30,9 @@ static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v;
 static int round_up(int a, int b) { return (a + b - 1) / b * b; }
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
 
-gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b) {
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b) {
     b.kc = round_up(clampi(b.kc, 16, 4096), 2);
     b.mc = round_up(clampi(b.mc, MC_STEP, 4096), MC_STEP);
     b.nc = round_up(clampi(b.nc, NC_STEP, 1 << 16), NC_STEP);
@@ -73,19 +73,19 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-const gemm_bf16_isa_kernel gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL};
 
 static int g_has_bf16 = -1;
-const gemm_bf16_isa_kernel *cpu_gemm_bf16_kernel(gpt2c_isa isa) {
+const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (g_has_bf16 < 0) g_has_bf16 = gpt2c_cpu_has_avx512bf16();
-    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gemm_bf16_kernel_avx512bf16 : &gemm_bf16_kernel_avx512f;
-    if (isa == GPT2C_ISA_AVX2) return &gemm_bf16_kernel_avx2;
+    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gpt2c_gemm_bf16_kernel_avx512bf16 : &gpt2c_gemm_bf16_kernel_avx512f;
+    if (isa == GPT2C_ISA_AVX2) return &gpt2c_gemm_bf16_kernel_avx2;
 #else
     (void)isa;
     (void)g_has_bf16;
 #endif
-    return &gemm_bf16_kernel_scalar;
+    return &gpt2c_gemm_bf16_kernel_scalar;
 }
 
 /* ---- packing ---- */
@@ -228,7 +228,7 @@ static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand
         }
 }
 
-void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
                         long ldc, const float *bias, int accumulate) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
@@ -265,28 +265,28 @@ void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gem
     }
 }
 
-void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
+void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate) {
-    if (!omp_in_parallel()) cpu_gemm_bf16_first_use(isa);
-    cpu_gemm_bf16_with(cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
+    if (!omp_in_parallel()) gpt2c_cpu_gemm_bf16_first_use(isa);
+    gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
 }
 
-void cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
+void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
                           gpt2c_format fb, int N, int IC, int OC) {
     switch (op) {
     case GEMM_FWD: {
         const gemm_operand a = {A, fa, IC, 1}, b = {B, fb, 1, IC};
-        cpu_gemm_bf16(isa, N, OC, IC, a, b, C, OC, NULL, 0);
+        gpt2c_cpu_gemm_bf16(isa, N, OC, IC, a, b, C, OC, NULL, 0);
         break;
     }
     case GEMM_DINP: {
         const gemm_operand a = {A, fa, OC, 1}, b = {B, fb, IC, 1};
-        cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
+        gpt2c_cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
         break;
     }
     case GEMM_DW: {
         const gemm_operand a = {A, fa, 1, OC}, b = {B, fb, IC, 1};
-        cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
+        gpt2c_cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
         break;
     }
     }

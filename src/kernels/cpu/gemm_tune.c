@@ -21,7 +21,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 
 /* A block of A (mc x kc bf16) in half of L2; kc as long as keeps mc >= 96. */
-gemm_bf16_blocking cpu_gemm_bf16_blocking_from_caches(void) {
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void) {
     long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (l2 <= 0) l2 = 1 << 20;
     if (l3 <= 0) l3 = 8 << 20;
@@ -31,7 +31,7 @@ gemm_bf16_blocking cpu_gemm_bf16_blocking_from_caches(void) {
     if (b.mc > 384) b.mc = 384;
     b.nc = (int)(l3 / 8 / (b.kc * 2)); /* B's block in a share of L3 */
     if (b.nc > 2048) b.nc = 2048;
-    return cpu_gemm_bf16_set_blocking(b);
+    return gpt2c_cpu_gemm_bf16_set_blocking(b);
 }
 
 static void cache_file(char *path, size_t n, char *dir, size_t dn) {
@@ -44,7 +44,7 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
 }
 
 static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d", gpt2c_cpu_signature(), cpu_gemm_bf16_kernel(isa)->name, omp_get_max_threads());
+    snprintf(buf, n, "%s|%s|threads=%d", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name, omp_get_max_threads());
 }
 
 #ifdef GPT2C_HAVE_JANSSON
@@ -102,9 +102,9 @@ static double time_layer(gpt2c_isa isa, float *C, const float *X, const float *D
     double best = 1e30;
     for (int r = 0; r < 2; r++) {
         const uint64_t t0 = tune_clock_ns();
-        cpu_linear_gemm_bf16(isa, GEMM_FWD, C, X, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
-        cpu_linear_gemm_bf16(isa, GEMM_DINP, C, D, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
-        cpu_linear_gemm_bf16(isa, GEMM_DW, C, D, GPT2C_FMT_F32, X, GPT2C_FMT_F32, N, IC, OC);
+        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_FWD, C, X, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
+        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DINP, C, D, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
+        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DW, C, D, GPT2C_FMT_F32, X, GPT2C_FMT_F32, N, IC, OC);
         const double t = (double)(tune_clock_ns() - t0) * 1e-9;
         if (t < best) best = t;
     }
@@ -113,7 +113,7 @@ static double time_layer(gpt2c_isa isa, float *C, const float *X, const float *D
 
 static int g_tuning;
 
-gemm_bf16_blocking cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops) {
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops) {
     char path[512], dir[512], k[300];
     cache_file(path, sizeof path, dir, sizeof dir);
     key(k, sizeof k, isa);
@@ -122,9 +122,9 @@ gemm_bf16_blocking cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_ca
     *gflops = 0;
     if (!force && path[0] && cache_read(path, k, &b)) {
         *from_cache = 1;
-        return cpu_gemm_bf16_set_blocking(b);
+        return gpt2c_cpu_gemm_bf16_set_blocking(b);
     }
-    const gemm_bf16_blocking guess = cpu_gemm_bf16_blocking_from_caches();
+    const gemm_bf16_blocking guess = gpt2c_cpu_gemm_bf16_blocking_from_caches();
     enum { N = 256, IC = 768, OC = 2304 };
     float *X = malloc(sizeof(float) * N * IC), *D = malloc(sizeof(float) * N * OC), *C = malloc(sizeof(float) * OC * IC);
     uint16_t *W = malloc(sizeof(uint16_t) * OC * IC);
@@ -146,28 +146,28 @@ gemm_bf16_blocking cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_ca
     for (size_t a = 0; a < 4; a++)
         for (size_t m = 0; m < 3; m++)
             for (size_t n = 0; n < 3 && (double)(gpt2c_now_ns() - t_start) < 2e9; n++) {
-                const gemm_bf16_blocking c = cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){kcs[a], mcs[m], ncs[n]});
+                const gemm_bf16_blocking c = gpt2c_cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){kcs[a], mcs[m], ncs[n]});
                 const double t = time_layer(isa, C, X, D, W);
                 if (t < tbest) tbest = t, best = c;
             }
     g_tuning = 0;
     free(X), free(D), free(C), free(W);
-    best = cpu_gemm_bf16_set_blocking(best);
+    best = gpt2c_cpu_gemm_bf16_set_blocking(best);
     *gflops = 3 * 2.0 * N * IC * OC / tbest * 1e-9;
     if (path[0]) cache_write(path, dir, k, best, *gflops);
     return best;
 }
 
-void cpu_gemm_bf16_first_use(gpt2c_isa isa) {
+void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa) {
     static int done;
     if (done || g_tuning) return;
     done = 1;
     const char *e = getenv("GPT2C_GEMM_AUTOTUNE");
     if (e && strcmp(e, "0") == 0) {
-        cpu_gemm_bf16_blocking_from_caches();
+        gpt2c_cpu_gemm_bf16_blocking_from_caches();
         return;
     }
     int from_cache;
     double gf;
-    cpu_gemm_bf16_autotune(isa, 0, &from_cache, &gf);
+    gpt2c_cpu_gemm_bf16_autotune(isa, 0, &from_cache, &gf);
 }

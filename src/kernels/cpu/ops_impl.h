@@ -191,11 +191,11 @@ static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt,
                            int OC) {
     if (wt->fmt == GPT2C_FMT_BF16) {
         const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {wt->data, GPT2C_FMT_BF16, 1, IC};
-        cpu_gemm_bf16(OPS_ISA, N, OC, IC, a, b, out, OC, bias, 0);
+        gpt2c_cpu_gemm_bf16(OPS_ISA, N, OC, IC, a, b, out, OC, bias, 0);
         return;
     }
     const float *w = (const float *)wt->data;
-    cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
+    gpt2c_cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
 }
 
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -203,12 +203,12 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
     if (wt->fmt == GPT2C_FMT_BF16) {
         const gemm_operand d = {dout, GPT2C_FMT_F32, OC, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
         const gemm_operand dt = {dout, GPT2C_FMT_F32, 1, OC}, x = {inp, GPT2C_FMT_F32, IC, 1};
-        if (dinp) cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
-        if (dw) cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, 1);
+        if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+        if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, 1);
     } else {
         const float *w = (const float *)wt->data;
-        if (dinp) cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
-        if (dw) cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+        if (dinp) gpt2c_cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
+        if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
     }
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
@@ -317,7 +317,7 @@ static double sumsq(const float *x, size_t n) {
     return s;
 }
 
-/* AdamW's per-step constants (same arithmetic as ref_adamw, element by element:
+/* AdamW's per-step constants (same arithmetic as gpt2c_ref_adamw, element by element:
  * one divide per element, sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref). */
 typedef struct {
     float beta1, beta2, step, inv_bc2_sqrt, decay, eps, grad_scale;
