@@ -335,7 +335,6 @@ static int train_setup(int argc, char **argv, train_job *J) {
     else if (strcmp(schedule, "cosine") == 0) cfg->schedule = GPT2C_SCHED_COSINE;
     else return cli_error("train", "--schedule: expected constant or cosine, got '%s'", schedule);
     if (resume && ma.model) return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
-    gpt2c_set_threads(threads);
 
     /* before any work: no output over an input, and a usable --save */
     const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {"--model", ma.model},
@@ -368,6 +367,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return rc;
     }
     gpt2c_model *m = J->m;
+    gpt2c_model_set_threads(m, threads);
     if (m->qw) /* quantized weights have no gradient: they are frozen bases */
         return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
                          "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
@@ -386,8 +386,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
     ui->shuffle = shuffle;
     J->profile_out = profile_out;
     J->backend = backend;
-    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_status("train");
-    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
+    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status("train");
@@ -435,7 +435,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
                 loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
                 m->cfg.padded_vocab_size, m->num_params / 1e6);
         fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
-                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_get_threads());
+                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
     cfg->on_checkpoint = save ? on_checkpoint : NULL;
