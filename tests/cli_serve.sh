@@ -38,6 +38,7 @@ for i in $(seq 1 400); do echo "the quick brown fox number $i jumps over the laz
 M=(--model "$W/m.safetensors" --vocab "$W/vocab" --threads 2)
 
 start_server() { # --port 0: the kernel picks a free port, the server prints it
+  rm -f "$W/serve.out" "$W/serve.err" # (not an earlier server's port)
   "$G" serve "${M[@]}" --host 127.0.0.1 --port 0 "$@" >"$W/serve.out" 2>"$W/serve.err" &
   SPID=$!
   PORT=""
@@ -91,8 +92,16 @@ grep -q '^data: \[DONE\]' "$W/stream.txt" && pass "SIGTERM: the stream in flight
 grep -q draining "$W/serve.err" && pass "SIGTERM: drained" || fail "no drain message"
 curl -s --max-time 5 "$URL/health" >/dev/null && fail "still answering after SIGTERM" || pass "nothing listens after SIGTERM"
 
+# quantized weights: the same answer as gpt2c generate --quant q8
+start_server --quant q8
+body='{"prompt": "the quick brown", "max_tokens": 12, "temperature": 0}'
+a=$("${C[@]}" "$URL/v1/completions" -d "$body" | jq -j '.choices[0].text' | LC_ALL=C tr -d '\200-\377')
+b=$("$G" generate "${M[@]}" --quant q8 --prompt "the quick brown" --max-tokens 12 --temperature 0 | LC_ALL=C tr -d '\200-\377')
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "--quant q8 = gpt2c generate --quant q8: '$a'" || fail "q8: server '$a' vs generate '$b'"
+kill -TERM "$SPID"; wait "$SPID"; SPID=""
+
 # bad options: one line each
-expect_error "--quant (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --quant q8
+expect_error "--quant unknown" "--quant" "$G" serve "${M[@]}" --port 0 --quant q5
 expect_error "--precision (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --precision bf16
 expect_error "--adapter (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --adapter "$W"
 expect_error "--host not numeric" "--host" "$G" serve "${M[@]}" --host example.org --port 0

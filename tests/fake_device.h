@@ -83,76 +83,76 @@ static gpt2c_status f_peaks(gpt2c_device_peaks *out) {
 #define D(p) dev(p, __func__)
 static void f_enc_f(float *o, const int32_t *t, const float *wte, const float *wpe, int B, int T, int C) {
     D(o), D(t), D(wte), D(wpe);
-    ref_encoder_forward(o, t, wte, wpe, B, T, C);
+    gpt2c_ref_encoder_forward(o, t, wte, wpe, B, T, C);
 }
 static void f_enc_b(float *dwte, float *dwpe, const float *d, const int32_t *t, int B, int T, int C) {
     D(dwte), D(dwpe), D(d), D(t);
-    ref_encoder_backward(dwte, dwpe, d, t, B, T, C);
+    gpt2c_ref_encoder_backward(dwte, dwpe, d, t, B, T, C);
 }
 static void f_ln_f(float *o, float *m, float *r, const float *x, const float *w, const float *b, int N, int C) {
     D(o), D(m), D(r), D(x), D(w), D(b);
-    ref_layernorm_forward(o, m, r, x, w, b, N, C);
+    gpt2c_ref_layernorm_forward(o, m, r, x, w, b, N, C);
 }
 static void f_ln_b(float *dx, float *dw, float *db, const float *d, const float *x, const float *w, const float *m,
                    const float *r, int N, int C) {
     D(dx), D(dw), D(db), D(d), D(x), D(w), D(m), D(r);
-    ref_layernorm_backward(dx, dw, db, d, x, w, m, r, N, C);
+    gpt2c_ref_layernorm_backward(dx, dw, db, d, x, w, m, r, N, C);
 }
 static void f_rln(float *res, float *o, float *m, float *r, const float *a, const float *b, const float *w,
                   const float *bias, int N, int C) {
     D(res), D(o), D(m), D(r), D(a), D(b), D(w), D(bias);
-    ref_residual_layernorm_forward(res, o, m, r, a, b, w, bias, N, C);
+    gpt2c_ref_residual_layernorm_forward(res, o, m, r, a, b, w, bias, N, C);
 }
 static void f_mm_f(float *o, const float *x, const gpt2c_tensor *w, const float *b, int N, int IC, int OC) {
     D(o), D(x), D(w->data), D(b);
-    ref_matmul_forward(o, x, w, b, N, IC, OC);
+    gpt2c_ref_matmul_forward(o, x, w, b, N, IC, OC);
 }
 static void f_mm_b(float *dx, float *dw, float *db, const float *d, const float *x, const gpt2c_tensor *w, int N,
                    int IC, int OC) {
     D(dx), D(dw), D(db), D(d), D(x), D(w->data);
-    ref_matmul_backward(dx, dw, db, d, x, w, N, IC, OC);
+    gpt2c_ref_matmul_backward(dx, dw, db, d, x, w, N, IC, OC);
 }
 static void f_att_f(float *o, float *s, const float *qkv, int B, int T, int C, int NH) {
     D(o), D(s), D(qkv);
-    ref_attention_forward(o, s, qkv, B, T, C, NH);
+    gpt2c_ref_attention_forward(o, s, qkv, B, T, C, NH);
 }
 static void f_att_b(float *dqkv, float *sc, const float *d, const float *qkv, const float *o, const float *s, int B,
                     int T, int C, int NH) {
     D(dqkv), D(sc), D(d), D(qkv), D(o), D(s);
-    ref_attention_backward(dqkv, sc, d, qkv, o, s, B, T, C, NH);
+    gpt2c_ref_attention_backward(dqkv, sc, d, qkv, o, s, B, T, C, NH);
 }
 static void f_gelu_f(float *o, const float *x, size_t n) {
     D(o), D(x);
-    ref_gelu_forward(o, x, n);
+    gpt2c_ref_gelu_forward(o, x, n);
 }
 static void f_gelu_b(float *dx, const float *x, const float *d, size_t n) {
     D(dx), D(x), D(d);
-    ref_gelu_backward(dx, x, d, n);
+    gpt2c_ref_gelu_backward(dx, x, d, n);
 }
 static void f_res(float *o, const float *a, const float *b, size_t n) {
     D(o), D(a), D(b);
-    ref_residual_forward(o, a, b, n);
+    gpt2c_ref_residual_forward(o, a, b, n);
 }
 static void f_xent_f(float *l, float *p, const int32_t *t, int N, int V, int Vp) {
     D(l), D(p), D(t);
-    ref_softmax_xent_forward(l, p, t, N, V, Vp);
+    gpt2c_ref_softmax_xent_forward(l, p, t, N, V, Vp);
 }
 static void f_xent_b(float *p, const int32_t *t, float dl, int N, int V, int Vp) {
     D(p), D(t);
-    ref_softmax_xent_backward(p, t, dl, N, V, Vp);
+    gpt2c_ref_softmax_xent_backward(p, t, dl, N, V, Vp);
 }
 static double f_sumsq(const float *x, size_t n) {
     D(x);
-    return ref_sumsq(x, n);
+    return gpt2c_ref_sumsq(x, n);
 }
 static void f_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2, float eps,
                     float wd, float gs, int t) {
     D(p), D(g), D(m), D(v);
-    ref_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
+    gpt2c_ref_adamw(p, g, m, v, n, lr, b1, b2, eps, wd, gs, t);
 }
 static void f_zero(float *x, size_t n) {
     D(x);
-    ref_zero(x, n);
+    gpt2c_ref_zero(x, n);
 }
 
 static const gpt2c_kernels FAKE = {
@@ -160,8 +160,8 @@ static const gpt2c_kernels FAKE = {
     .encoder_forward = f_enc_f, .encoder_backward = f_enc_b,
     .layernorm_forward = f_ln_f, .layernorm_backward = f_ln_b, .residual_layernorm_forward = f_rln,
     .matmul_forward = f_mm_f, .matmul_backward = f_mm_b,
-    .attention_state_floats = ref_attention_state_floats, .attention_forward = f_att_f,
-    .attention_scratch_floats = ref_attention_scratch_floats, .attention_backward = f_att_b,
+    .attention_state_floats = gpt2c_ref_attention_state_floats, .attention_forward = f_att_f,
+    .attention_scratch_floats = gpt2c_ref_attention_scratch_floats, .attention_backward = f_att_b,
     .gelu_forward = f_gelu_f, .gelu_backward = f_gelu_b, .residual_forward = f_res,
     .softmax_xent_forward = f_xent_f, .softmax_xent_backward = f_xent_b,
     .sumsq = f_sumsq, .adamw = f_adamw, .zero = f_zero,

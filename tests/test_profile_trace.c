@@ -83,6 +83,37 @@ static void check_structure(json_t *evs) {
 }
 #endif
 
+/* The roofline's op labels (font-size 10 text) never overlap one another:
+ * boxes estimated as in svg.c (6 px a character, 12 px high). */
+static void check_roofline_labels(const char *dir) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/roofline.svg", dir);
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f != NULL, "%s missing", path);
+    if (!f) return;
+    static char svg[1 << 16];
+    size_t n = fread(svg, 1, sizeof svg - 1, f);
+    fclose(f);
+    svg[n] = 0;
+    double x[64], y[64], w[64];
+    int k = 0;
+    for (const char *p = svg; (p = strstr(p, "<text x=\"")) && k < 64; p++) {
+        double tx, ty;
+        int used = 0;
+        if (sscanf(p, "<text x=\"%lf\" y=\"%lf\" font-size=\"10\">%n", &tx, &ty, &used) != 2 || !used) continue;
+        const char *end = strstr(p + used, "</text>");
+        if (!end) break;
+        x[k] = tx, y[k] = ty - 9.5, w[k] = 6.0 * (double)(end - (p + used));
+        k++;
+    }
+    int overlaps = 0;
+    for (int i = 0; i < k; i++)
+        for (int j = i + 1; j < k; j++)
+            overlaps += x[i] < x[j] + w[j] && x[j] < x[i] + w[i] && y[i] < y[j] + 12 && y[j] < y[i] + 12;
+    CHECK_MSG(k >= 3 && overlaps == 0, "roofline: %d labels, %d overlapping pairs", k, overlaps);
+    printf("  roofline: %d op labels, none overlapping\n", k);
+}
+
 static gpt2c_status step(gpt2c_model *m, gpt2c_profile_session *s, int i, const int32_t *tok, const int32_t *tgt) {
     gpt2c_adamw_cfg o = {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0};
     float loss, norm;
@@ -137,6 +168,7 @@ int main(void) {
     CHECK(mkdtemp(dir) != NULL);
     CHECK_OK(gpt2c_profile_session_write(s, dir));
     CHECK_FAILS(gpt2c_profile_session_write(s, "/nonexistent/dir/x"), GPT2C_ERR_IO);
+    check_roofline_labels(dir);
 #ifdef GPT2C_HAVE_JANSSON
     char path[256];
     snprintf(path, sizeof path, "%s/trace.json", dir);

@@ -571,6 +571,8 @@ int main(void) {
     gpt2c_serve_stats st;
     gpt2c_server_stats(srv, &st);
     CHECK(st.completions >= 32 && st.rejected >= 30 && st.generated_tokens > 0 && st.queue_depth == 0);
+    CHECK(st.ttft_count >= 32 && st.ttft_s > 0);
+    CHECK(metric("gpt2c_first_tokens_total") == (double)st.ttft_count);
     test_drain(srv);
     gpt2c_server_free(srv);
     gpt2c_model_free(model);

@@ -30,6 +30,9 @@ float gpt2c_rng_normal(gpt2c_rng *r);  /* N(0, 1) */
 /* OpenMP threads: n <= 0 means all cores.  Returns the count in effect. */
 int gpt2c_set_threads(int n);
 int gpt2c_get_threads(void);
+/* Makes n (> 0) the calling thread's OpenMP team size if it is not already;
+ * n <= 0 leaves it.  For objects that own a thread count (gpt2c_model). */
+void gpt2c_threads_use(int n);
 
 /* Peak resident set size of this process in bytes (0 if unknown). */
 size_t gpt2c_peak_rss_bytes(void);

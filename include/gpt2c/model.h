@@ -88,6 +88,7 @@ typedef struct gpt2c_model {
 
     const struct gpt2c_kernels *k;
     struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
+    int threads;          /* threads the model computes with (gpt2c_model_set_threads); 0: the caller's OpenMP setting */
     gpt2c_profiler *prof; /* NULL: profiling off */
     /* Data parallel (src/dist): backward calls this as parameter gradients
      * become final, so their all-reduce can start while earlier layers still
@@ -115,6 +116,13 @@ void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed);
  * the slabs into that backend's memory when it differs (activations are
  * re-planned; the last forward's results are dropped). */
 gpt2c_status gpt2c_model_set_backend(gpt2c_model *m, const char *backend);
+/* Threads for the model's forward, backward, update and inference (n <= 0:
+ * all cores); each entry point uses them whatever the caller's OpenMP
+ * setting, profiled or not.  Returns the count in effect. */
+int gpt2c_model_set_threads(gpt2c_model *m, int n);
+/* The model's thread count (its own, or the caller's OpenMP setting if never set). */
+int gpt2c_model_threads(const gpt2c_model *m);
+
 /* The same with a kernel table in hand (tests, custom backends). */
 gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const struct gpt2c_kernels *k);
 

@@ -73,6 +73,8 @@ typedef struct gpt2c_serve_stats {
     int queue_depth;                      /* waiting for a slot now */
     int active;                           /* holding a slot now */
     double prefill_s, decode_s;           /* scheduler time in prefill / decode passes (with sampling) */
+    double ttft_s;                        /* sum over completions of queueing + prefill until the first token */
+    unsigned long long ttft_count;
 } gpt2c_serve_stats;
 void gpt2c_server_stats(gpt2c_server *s, gpt2c_serve_stats *out);
 

@@ -42,6 +42,7 @@ int cli_error(const char *cmd, const char *fmt, ...) {
 }
 
 int cli_fail_status(const char *cmd) { return cli_error(cmd, "%s", gpt2c_errmsg()); }
+int cli_fail_option(const char *cmd, const char *opt) { return cli_error(cmd, "%s: %s", opt, gpt2c_errmsg()); }
 
 int cli_given(const char *name) {
     for (int i = 0; i < ngiven; i++)

@@ -60,6 +60,8 @@ int cli_error(const char *cmd, const char *fmt, ...)
 
 /* Prints "gpt2c <cmd>: <gpt2c_errmsg()>" to stderr and returns 1. */
 int cli_fail_status(const char *cmd);
+/* The same, the library's message (which names the quantity) after the option that set it. */
+int cli_fail_option(const char *cmd, const char *opt);
 
 /* With buf: cli_error stores its first message (without the "gpt2c <cmd>: "
  * prefix) in buf instead of printing (the ranks of an MPI job other than 0:

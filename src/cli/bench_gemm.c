@@ -43,12 +43,12 @@ static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, cons
     }
 #ifdef GPT2C_HAVE_BLAS
     if (blas) {
-        blas_linear_gemm(op, C, A, B, N, IC, OC);
+        gpt2c_blas_linear_gemm(op, C, A, B, N, IC, OC);
         return;
     }
 #endif
     (void)blas;
-    cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
+    gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
 }
 
 /* median and best ms of `reps` runs, after warming up (caches, page faults,

@@ -55,11 +55,10 @@ int bench_generate(int argc, char **argv) {
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    const int nthreads = gpt2c_set_threads(threads);
-
     gpt2c_model *m = NULL;
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
+    const int nthreads = gpt2c_model_set_threads(m, threads);
     if (quant_arg_apply("bench generate", quant, model, m, 1)) {
         gpt2c_model_free(m);
         return 1;
@@ -81,11 +80,20 @@ int bench_generate(int argc, char **argv) {
         return cli_fail_status("bench generate");
     }
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *ids = malloc(sizeof(int32_t) * (size_t)batch);
+    double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
+    if (!prompt || !ids || !pf || !dc) {
+        free(prompt);
+        free(ids);
+        free(pf);
+        free(dc);
+        gpt2c_infer_free(s);
+        gpt2c_model_free(m);
+        return cli_error("bench generate", "out of memory");
+    }
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
     for (int i = 0; i < P; i++) prompt[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)c->vocab_size);
 
-    double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
     gpt2c_status st = GPT2C_OK;
     for (int run = -1; run < runs && st == GPT2C_OK; run++) { /* run -1: warm-up, not counted */
         gpt2c_infer_reset(s, -1);

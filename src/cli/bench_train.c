@@ -88,12 +88,19 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
 
     gpt2c_config cfg;
-    if (gpt2c_config_preset(model, &cfg) != GPT2C_OK) return cli_fail_status(what);
+    if (gpt2c_config_preset(model, &cfg) != GPT2C_OK) return cli_fail_option(what, "--model");
     gpt2c_model *m = NULL;
     if (gpt2c_model_create(&cfg, &m) != GPT2C_OK) return cli_fail_status(what);
     gpt2c_model_init_random(m, 1337);
     const int N = B * T;
     int32_t *tok = malloc(sizeof(int32_t) * (N + 1));
+    double *ms = malloc(sizeof(double) * steps * 4);
+    if (!tok || !ms) {
+        free(tok);
+        free(ms);
+        gpt2c_model_free(m);
+        return cli_error(what, "out of memory");
+    }
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
     for (int i = 0; i <= N; i++) tok[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)cfg.vocab_size);
@@ -106,7 +113,6 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
 
     result res[64];
     int nres = 0;
-    double *ms = malloc(sizeof(double) * steps * 4);
     char list[256];
     snprintf(list, sizeof list, "%s", backends);
     int status = 0;
@@ -114,13 +120,17 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         printf("%s: %s B=%d T=%d, %.1f GFLOP/step, %d steps (+%d warmup), cpu isa %s, %s\n", what, model, B, T,
                flops * 1e-9, steps, warmup, gpt2c_isa_name(gpt2c_cpu_isa()), gpt2c_cpu_brand());
     for (char *save = NULL, *be = strtok_r(list, ",", &save); be && !status; be = strtok_r(NULL, ",", &save)) {
-        if (gpt2c_model_set_backend(m, be) != GPT2C_OK || gpt2c_model_prepare(m, B, T) != GPT2C_OK) {
-            status = cli_fail_status(what);
+        if (gpt2c_model_set_backend(m, be) != GPT2C_OK) {
+            status = cli_fail_option(what, "--backend");
+            break;
+        }
+        if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) {
+            status = cli_fail_option(what, "--batch/--seq");
             break;
         }
         if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
         for (int ti = 0; ti < threads.n && nres < 64; ti++) {
-            const int nt = gpt2c_set_threads(threads.items[ti]);
+            const int nt = gpt2c_model_set_threads(m, threads.items[ti]);
             double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
             for (int s = -warmup; s < steps; s++) {
                 if (s == 0) cpu0 = cpu_seconds();

@@ -27,10 +27,10 @@ int cmd_eval(int argc, char **argv) {
     if (rc) return rc;
     if (!data) return cli_error("eval", "--data is required");
     if (!ma.model) return cli_error("eval", "--model is required (a checkpoint path or a model name)");
-    gpt2c_set_threads(threads);
     gpt2c_model *m;
     int loaded;
     if ((rc = model_arg_make("eval", &ma, 1337, &m, &loaded))) return rc;
+    gpt2c_model_set_threads(m, threads);
     if ((rc = quant_arg_apply("eval", quant, ma.model, m, 0))) {
         gpt2c_model_free(m);
         return rc;

@@ -120,7 +120,6 @@ int cmd_generate(int argc, char **argv) {
     if (max_tokens < 0) return cli_error(CMD, "--max-tokens: %d is negative", max_tokens);
     gpt2c_sampling sp = {(float)temperature, top_k, (float)top_p, (uint64_t)seed};
     if (gpt2c_sampling_check(&sp) != GPT2C_OK) return cli_fail_status(CMD);
-    gpt2c_set_threads(threads);
 
     /* the tokenizer: needed for text in; used for text out when found */
     gpt2c_tokenizer *tok = NULL;
@@ -171,6 +170,7 @@ int cmd_generate(int argc, char **argv) {
     gpt2c_sampler *smp = NULL;
     stream_ctx sc = {tok, batch, -1, NULL, NULL};
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) goto fail;
+    gpt2c_model_set_threads(m, threads);
     if (quant_arg_apply(CMD, quant, model, m, 1)) {
         rc = 1;
         goto done;

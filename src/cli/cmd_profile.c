@@ -50,7 +50,7 @@ static gpt2c_status run_step(gpt2c_model *m, gpt2c_profile_session *s, int step,
 }
 
 static gpt2c_status setup(gpt2c_model *m, const char *backend, int threads, run_ctx *r) {
-    gpt2c_set_threads(threads);
+    gpt2c_model_set_threads(m, threads);
     GPT2C_TRY(gpt2c_model_set_backend(m, backend));
     GPT2C_TRY(gpt2c_model_prepare(m, r->B, r->T));
     GPT2C_TRY(gpt2c_model_alloc_grads(m));

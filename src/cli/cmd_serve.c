@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/quant_arg.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/tokenizer.h"
 #ifdef GPT2C_HAVE_SERVE
@@ -37,18 +38,17 @@ int cmd_serve(int argc, char **argv) {
         {"--name", CLI_STR, &name, "model id in responses and /v1/models [the --model argument]", 0, 0},
         {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
-        {"--quant", CLI_STR, &quant, "quantized weights (not available in this build)", 0, 0},
+        QUANT_ARG_OPT(quant),
         {"--precision", CLI_STR, &precision, "compute precision (not available in this build)", 0, 0},
         {"--adapter", CLI_STR, &adapter, "LoRA adapter directory (not available in this build)", 0, 0},
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    if (quant) return cli_error(CMD, "--quant: not available in this build (quantized inference has not landed)");
     if (precision) return cli_error(CMD, "--precision: not available in this build (bf16 inference has not landed)");
     if (adapter) return cli_error(CMD, "--adapter: not available in this build (LoRA adapters have not landed)");
 #ifndef GPT2C_HAVE_SERVE
     (void)model, (void)vocab, (void)host, (void)backend, (void)name, (void)port, (void)threads, (void)max_batch;
-    (void)slots, (void)ctx, (void)chunk, (void)max_queue, (void)hugepages, (void)max_body;
+    (void)slots, (void)ctx, (void)chunk, (void)max_queue, (void)hugepages, (void)max_body, (void)quant;
     return cli_error(CMD, "this build has no HTTP support (built without libmicrohttpd or jansson: install "
                           "libmicrohttpd-dev and libjansson-dev, then rebuild)");
 #else
@@ -62,6 +62,11 @@ int cmd_serve(int argc, char **argv) {
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) {
         gpt2c_tokenizer_free(tok);
         return cli_fail_status(CMD);
+    }
+    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+        gpt2c_model_free(m);
+        gpt2c_tokenizer_free(tok);
+        return 1;
     }
     if (hugepages) gpt2c_infer_hugepages(m);
 

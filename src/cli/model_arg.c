@@ -67,7 +67,7 @@ int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_mo
     if (gpt2c_config_preset(spec, &cfg) != GPT2C_OK) {
         if (strchr(spec, '/') || strchr(spec, '.'))
             return cli_error(cmd, "--model: %s: no such checkpoint file", spec);
-        return cli_fail_status(cmd);
+        return cli_fail_option(cmd, "--model");
     }
     if (ma->layers) cfg.num_layers = ma->layers;
     if (ma->heads) cfg.num_heads = ma->heads;

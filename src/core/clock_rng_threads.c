@@ -49,6 +49,10 @@ int gpt2c_set_threads(int n) {
 
 int gpt2c_get_threads(void) { return omp_get_max_threads(); }
 
+void gpt2c_threads_use(int n) {
+    if (n > 0 && omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
 size_t gpt2c_peak_rss_bytes(void) {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;

@@ -40,12 +40,14 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
 }
 
 /* One stage: claim chunks (the body sees `chunk`), then wait for the rest.
- * With a profiler attached the pass runs on one thread and each stage is a scope. */
+ * With a profiler attached each stage is a scope, recorded by thread 0 alone
+ * (the profiler has one writer) from its arrival to the stage's last chunk:
+ * the pass keeps its thread count under profiling. */
 #define STAGE(nchunks, op, layer, cost, ...)                                                                      \
     do {                                                                                                       \
         gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
         const int n_ = (nchunks);                                                                              \
-        if (prof) {                                                                                            \
+        if (recorder) {                                                                                        \
             const op_cost k_ = (cost);                                                                         \
             gpt2c_prof_begin(prof, op, layer, k_.flops, k_.bytes);                                             \
         }                                                                                                      \
@@ -54,7 +56,7 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
             atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
         }                                                                                                      \
         wait_done(c_, n_);                                                                                     \
-        if (prof) gpt2c_prof_end(prof);                                                                        \
+        if (recorder) gpt2c_prof_end(prof);                                                                    \
     } while (0)
 
 /* chunk -> [lo, hi) of [0, total) in steps of `step` */
@@ -105,9 +107,11 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
     const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
-#pragma omp parallel num_threads(prof ? 1 : omp_get_max_threads())
+    gpt2c_threads_use(m->threads);
+#pragma omp parallel
     {
         int st = 0;
+        const int recorder = prof && omp_get_thread_num() == 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
             RANGE(r0, r1, chunk, ROW_CHUNK, n);

@@ -39,10 +39,10 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     const int R = chunk > batch ? chunk : batch;
     const size_t C = (size_t)c->channels, L = (size_t)c->num_layers, Vp = (size_t)c->padded_vocab_size;
     if (!m->k->matmul_infer_range || !m->k->kv_write || !m->k->attention_kv_range)
-        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--backend: '%s' has no inference kernels yet (use cpu or ref)",
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' has no inference kernels yet (use cpu or ref)",
                           m->k->name);
     if (m->k->dev_alloc)
-        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--backend: inference on '%s' (device memory) is not supported yet",
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s': inference in device memory is not supported yet",
                           m->k->name);
     if (c->channels % c->num_heads != 0)
         return gpt2c_fail(GPT2C_ERR_ARG, "model: %d channels do not split into %d heads", c->channels, c->num_heads);

@@ -25,7 +25,7 @@ gpt2c_status gpt2c_config_preset(const char *name, gpt2c_config *cfg) {
             cfg->channels = presets[i].C;
             return GPT2C_OK;
         }
-    return gpt2c_fail(GPT2C_ERR_ARG, "--model: unknown model '%s' (gpt2, gpt2-medium, gpt2-large, gpt2-xl, or a checkpoint path)", name);
+    return gpt2c_fail(GPT2C_ERR_ARG, "unknown model '%s' (gpt2, gpt2-medium, gpt2-large, gpt2-xl, or a checkpoint path)", name);
 }
 
 gpt2c_status gpt2c_config_check(gpt2c_config *c, const char *what) {

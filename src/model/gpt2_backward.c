@@ -16,6 +16,7 @@
 
 void gpt2c_model_zero_grad(gpt2c_model *m) {
     if (!m->grads_mem || m->grads_zero) return;
+    gpt2c_threads_use(m->threads);
     OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)m->slab_floats), m->k->zero(m->grads_mem, m->slab_floats));
     m->grads_zero = 1;
 }
@@ -26,6 +27,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     if (!m->grads_mem) {
         GPT2C_TRY(gpt2c_model_alloc_grads(m));
     }
+    gpt2c_threads_use(m->threads);
     GPT2C_TRY(gpt2c_acts_plan_backward(m->acts, m));
     m->grads_zero = 0;
     const gpt2c_config *c = &m->cfg;

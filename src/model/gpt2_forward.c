@@ -17,9 +17,11 @@
     GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC)
 
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T) {
-    if (B <= 0 || T <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "--batch/--seq: must be positive (got B=%d, T=%d)", B, T);
+    if (B <= 0 || T <= 0)
+        return gpt2c_fail(GPT2C_ERR_ARG, "batch size and sequence length must be positive (got B=%d, T=%d)", B, T);
     if (T > m->cfg.max_seq_len)
-        return gpt2c_fail(GPT2C_ERR_ARG, "--seq: %d is longer than the model's context of %d", T, m->cfg.max_seq_len);
+        return gpt2c_fail(GPT2C_ERR_ARG, "sequence length %d is longer than the model's context of %d", T,
+                          m->cfg.max_seq_len);
     if (m->acts && m->B == B && m->T == T) return GPT2C_OK;
     gpt2c_acts_free(m->acts);
     m->acts = NULL;
@@ -39,6 +41,7 @@ static gpt2c_status check_ids(const int32_t *ids, size_t n, int V, const char *w
 gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                  float *loss) {
     const gpt2c_config *c = &m->cfg;
+    gpt2c_threads_use(m->threads);
     if (!m->acts || B > m->B || T > m->T) GPT2C_TRY(gpt2c_model_prepare(m, B, T));
     const int N = B * T, C = c->channels, L = c->num_layers, NH = c->num_heads;
     const int V = c->vocab_size, Vp = c->padded_vocab_size;

@@ -93,6 +93,13 @@ gpt2c_tensor gpt2c_param_view(const gpt2c_model *m, float *slab, int id, int lay
     return t;
 }
 
+int gpt2c_model_set_threads(gpt2c_model *m, int n) {
+    m->threads = gpt2c_set_threads(n);
+    return m->threads;
+}
+
+int gpt2c_model_threads(const gpt2c_model *m) { return m->threads > 0 ? m->threads : gpt2c_get_threads(); }
+
 gpt2c_status gpt2c_model_set_trainable(gpt2c_model *m, int id, int trainable) {
     if (id < 0 || id >= GPT2C_NUM_PARAM_TENSORS)
         return gpt2c_fail(GPT2C_ERR_ARG, "trainable: no parameter tensor #%d (0..%d)", id, GPT2C_NUM_PARAM_TENSORS - 1);

@@ -94,7 +94,7 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     s->L = m->cfg.num_layers;
     s->B = m->B;
     s->T = m->T;
-    s->nthreads = gpt2c_get_threads();
+    s->nthreads = gpt2c_model_threads(m); /* the model's own count (counters open one group per thread) */
     const char *chain = getenv("GPT2C_PROF_CHAIN_NS");
     s->chain_ns = chain && *chain ? (uint64_t)atoll(chain) : CHAIN_NS;
     s->auto_trials = o->auto_trials;

@@ -67,6 +67,7 @@ struct srv_req {
     srv_params p;
     unsigned long long id;
     long long created; /* unix seconds */
+    uint64_t t_submit; /* gpt2c_now_ns at queueing */
     /* scheduler's (no lock) */
     int slot;         /* KV-cache sequence, -1 none */
     int prefilled;    /* prompt tokens in the cache */

@@ -24,6 +24,8 @@ char *srv_metrics_text(gpt2c_server *s) {
         {"gpt2c_decode_seconds_total", "counter", "scheduler time in decode passes and sampling", st.decode_s},
         {"gpt2c_prefill_tokens_per_second", "gauge", "prompt tokens per second of prefill time, since start", pf},
         {"gpt2c_decode_tokens_per_second", "gauge", "tokens per second of decode time, since start", dc},
+        {"gpt2c_time_to_first_token_seconds_total", "counter", "queueing + prefill until the first token, summed over completions", st.ttft_s},
+        {"gpt2c_first_tokens_total", "counter", "completions that got a first token (divide the line above by this)", (double)st.ttft_count},
         {"gpt2c_queue_depth", "gauge", "requests waiting for a slot", (double)st.queue_depth},
         {"gpt2c_active_slots", "gauge", "requests holding a KV-cache slot", (double)st.active},
         {"gpt2c_slots", "gauge", "KV-cache slots", (double)s->cfg.slots},

@@ -36,6 +36,7 @@ int srv_submit(gpt2c_server *s, srv_req *r) {
     }
     r->id = ++s->next_id;
     r->slot = -1;
+    r->t_submit = gpt2c_now_ns();
     r->refs = 2;
     if (!r->p.have_seed) r->p.sp.seed = gpt2c_now_ns() ^ (r->id * 0x9E3779B97F4A7C15ull);
     if (r->p.max_tokens == 0) { /* nothing to generate */
@@ -70,6 +71,10 @@ static void finish_locked(gpt2c_server *s, srv_req *r, const char *why) {
 /* A sampled id (mutex held).  Returns 1 when r has finished. */
 static int publish_locked(gpt2c_server *s, srv_req *r, int sampled, int32_t id) {
     s->st.generated_tokens++;
+    if (sampled == 1) {
+        s->st.ttft_s += (double)(gpt2c_now_ns() - r->t_submit) * 1e-9;
+        s->st.ttft_count++;
+    }
     if (id == s->eot) {
         finish_locked(s, r, "stop");
         return 1;

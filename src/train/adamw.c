@@ -30,6 +30,7 @@ static double grad_sumsq(gpt2c_model *m) {
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
     if (!m->grads_mem) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
     GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    gpt2c_threads_use(m->threads);
     const gpt2c_kernels *k = m->k;
     const double ss = grad_sumsq(m);
     if (k->device_check) GPT2C_TRY(k->device_check()); /* a device failure is not a divergence */

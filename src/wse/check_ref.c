@@ -16,7 +16,7 @@ static gpt2c_status ref_forward(const gpt2c_model *m, const int32_t *tok, int T,
           *att = malloc(TC * sizeof *att), *y = malloc(TC * sizeof *y), *fc = malloc(4 * TC * sizeof *fc),
           *fg = malloc(4 * TC * sizeof *fg), *mean = malloc((size_t)T * sizeof *mean),
           *rstd = malloc((size_t)T * sizeof *rstd),
-          *state = malloc(ref_attention_state_floats(1, T, NH) * sizeof(float));
+          *state = malloc(gpt2c_ref_attention_state_floats(1, T, NH) * sizeof(float));
     gpt2c_status st = GPT2C_OK;
     if (!x || !ln || !qkv || !att || !y || !fc || !fg || !mean || !rstd || !state) {
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for the ref forward");
@@ -24,27 +24,27 @@ static gpt2c_status ref_forward(const gpt2c_model *m, const int32_t *tok, int T,
     }
     float *const *p = m->params.t;
     gpt2c_tensor W; /* each matmul's weight as a typed view */
-    ref_encoder_forward(x, tok, p[GPT2C_P_WTE], p[GPT2C_P_WPE], 1, T, C);
+    gpt2c_ref_encoder_forward(x, tok, p[GPT2C_P_WTE], p[GPT2C_P_WPE], 1, T, C);
     for (int l = 0; l < L; l++) {
         size_t lc = (size_t)l * C;
-        ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN1W] + lc, p[GPT2C_P_LN1B] + lc, T, C);
+        gpt2c_ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN1W] + lc, p[GPT2C_P_LN1B] + lc, T, C);
         W = gpt2c_param_view(m, m->params_mem, GPT2C_P_QKVW, l);
-        ref_matmul_forward(qkv, ln, &W, p[GPT2C_P_QKVB] + 3 * lc, T, C, 3 * C);
-        ref_attention_forward(att, state, qkv, 1, T, C, NH);
+        gpt2c_ref_matmul_forward(qkv, ln, &W, p[GPT2C_P_QKVB] + 3 * lc, T, C, 3 * C);
+        gpt2c_ref_attention_forward(att, state, qkv, 1, T, C, NH);
         W = gpt2c_param_view(m, m->params_mem, GPT2C_P_ATTPROJW, l);
-        ref_matmul_forward(y, att, &W, p[GPT2C_P_ATTPROJB] + lc, T, C, C);
-        ref_residual_forward(x, x, y, TC);
-        ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN2W] + lc, p[GPT2C_P_LN2B] + lc, T, C);
+        gpt2c_ref_matmul_forward(y, att, &W, p[GPT2C_P_ATTPROJB] + lc, T, C, C);
+        gpt2c_ref_residual_forward(x, x, y, TC);
+        gpt2c_ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LN2W] + lc, p[GPT2C_P_LN2B] + lc, T, C);
         W = gpt2c_param_view(m, m->params_mem, GPT2C_P_FCW, l);
-        ref_matmul_forward(fc, ln, &W, p[GPT2C_P_FCB] + 4 * lc, T, C, 4 * C);
-        ref_gelu_forward(fg, fc, 4 * TC);
+        gpt2c_ref_matmul_forward(fc, ln, &W, p[GPT2C_P_FCB] + 4 * lc, T, C, 4 * C);
+        gpt2c_ref_gelu_forward(fg, fc, 4 * TC);
         W = gpt2c_param_view(m, m->params_mem, GPT2C_P_FCPROJW, l);
-        ref_matmul_forward(y, fg, &W, p[GPT2C_P_FCPROJB] + lc, T, 4 * C, C);
-        ref_residual_forward(x, x, y, TC);
+        gpt2c_ref_matmul_forward(y, fg, &W, p[GPT2C_P_FCPROJB] + lc, T, 4 * C, C);
+        gpt2c_ref_residual_forward(x, x, y, TC);
     }
-    ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LNFW], p[GPT2C_P_LNFB], T, C);
+    gpt2c_ref_layernorm_forward(ln, mean, rstd, x, p[GPT2C_P_LNFW], p[GPT2C_P_LNFB], T, C);
     W = gpt2c_param_view(m, m->params_mem, GPT2C_P_WTE, 0);
-    ref_matmul_forward(logits, ln, &W, NULL, T, C, Vp);
+    gpt2c_ref_matmul_forward(logits, ln, &W, NULL, T, C, Vp);
 done:
     free(x); free(ln); free(qkv); free(att); free(y); free(fc); free(fg); free(mean); free(rstd); free(state);
     return st;

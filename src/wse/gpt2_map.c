@@ -513,7 +513,7 @@ gpt2c_status wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq) {
             float *y = mem(g, R, c, c, R->o_y);
             for (long i = 0; i < (long)Tq * 4 * Cb; i++) {
                 float x = y[i];
-                /* tanh form, as ref_gelu_forward */
+                /* tanh form, as gpt2c_ref_gelu_forward */
                 float cube = 0.044715f * x * x * x;
                 y[i] = 0.5f * x * (1.0f + tanhf(sqrtf(2.0f / (float)M_PI) * (x + cube)));
             }

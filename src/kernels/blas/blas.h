@@ -4,7 +4,7 @@
 
 #include "kernels/cpu/gemm.h"
 
-/* as cpu_linear_gemm (gemm.h), through cblas_sgemm */
-void blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+/* as gpt2c_cpu_linear_gemm (gemm.h), through cblas_sgemm */
+void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
 
 #endif

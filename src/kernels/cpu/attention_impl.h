@@ -3,7 +3,7 @@
  *
  * Per (b, h) pair (one thread each, so no races), tiles of queries x keys;
  * every tile product goes through the GEMM micro-kernel of this ISA
- * (cpu_gemm_kernel: MR x NR tiles of C, MR | 12, NR | 64), called directly on
+ * (gpt2c_cpu_gemm_kernel: MR x NR tiles of C, MR | 12, NR | 64), called directly on
  * small zero-padded buffers on the stack.  Within a pair the tile order is
  * fixed, so results do not depend on the thread count.
  *
@@ -58,7 +58,7 @@ static size_t attention_scratch_floats(int B, int T, int NH) {
  *   O_t = c O_t + sum_j exp(s_tj - m') v_j           (O += P V, P read as (P^T)^T)
  * and at the end out_t = O_t / l_t.  Only tiles crossing the diagonal mask. */
 static void attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
-    const gemm_isa_kernel *kk = cpu_gemm_kernel(OPS_ISA);
+    const gemm_isa_kernel *kk = gpt2c_cpu_gemm_kernel(OPS_ISA);
     const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr;
     const int hsp = att_up(hs, NR);                     /* O rows padded to whole B panels */
     const int fqp = att_up(ATT_FQ, MR);                 /* O rows computed at most */
@@ -165,7 +165,7 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
 static void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                                const float *state, int B, int T, int C, int NH) {
     (void)scratch;
-    const gemm_isa_kernel *kk = cpu_gemm_kernel(OPS_ISA);
+    const gemm_isa_kernel *kk = gpt2c_cpu_gemm_kernel(OPS_ISA);
     const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr;
     const int hsp = att_up(hs, NR);   /* rows of dK, dV, Q, dO, dQ padded to whole B panels */
     const int bkp = att_up(ATT_BK, MR); /* dK, dV rows computed at most */

@@ -6,19 +6,19 @@
 #include "kernels/backends.h"
 #include "kernels/cpu/cpu_ops.h"
 
-const gpt2c_kernels *cpu_ops_current(void) {
+const gpt2c_kernels *gpt2c_cpu_ops_current(void) {
 #if defined(__x86_64__) || defined(_M_X64)
     switch (gpt2c_cpu_isa()) {
-    case GPT2C_ISA_AVX512: return &cpu_ops_avx512;
-    case GPT2C_ISA_AVX2: return &cpu_ops_avx2;
+    case GPT2C_ISA_AVX512: return &gpt2c_cpu_ops_avx512;
+    case GPT2C_ISA_AVX2: return &gpt2c_cpu_ops_avx2;
     default: break;
     }
 #endif
-    return &cpu_ops_scalar;
+    return &gpt2c_cpu_ops_scalar;
 }
 
 /* one pass-through per training and fused op of ops.h */
-#define CPU_PASS(ret, name, params, args) static ret name params { GPT2C_RETURN_##ret cpu_ops_current()->name args; }
+#define CPU_PASS(ret, name, params, args) static ret name params { GPT2C_RETURN_##ret gpt2c_cpu_ops_current()->name args; }
 GPT2C_OPS_TRAIN(CPU_PASS)
 GPT2C_OPS_FUSED(CPU_PASS)
 #undef CPU_PASS

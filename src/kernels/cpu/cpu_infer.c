@@ -67,7 +67,7 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
 #if defined(__x86_64__)
         if (use_avx512 && N >= QUANT_GEMM_ROWS && dequant_range(wt, o0, o1)) {
             /* prefill: the range's rows dequantized once, then the packed fp32 GEMM over all N rows */
-            cpu_infer_matmul_avx512(out + o0, inp, qbuf, bias ? bias + o0 : NULL, N, IC, OC, act, 0, o1 - o0);
+            gpt2c_cpu_infer_matmul_avx512(out + o0, inp, qbuf, bias ? bias + o0 : NULL, N, IC, OC, act, 0, o1 - o0);
             return;
         }
 #endif
@@ -77,14 +77,14 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
     const float *w = (const float *)wt->data;
 #if defined(__x86_64__)
     if (use_avx512) {
-        cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        gpt2c_cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
 #endif
     matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
 }
 
-/* As ref_kv_write, looping so the transposed key rows are written contiguously. */
+/* As gpt2c_ref_kv_write, looping so the transposed key rows are written contiguously. */
 static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
                          int NH) {
     const int hs = C / NH;
@@ -102,9 +102,9 @@ static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos,
 static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                    const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
-    if (use_avx512 && cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
+    if (use_avx512 && gpt2c_cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
-    ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
+    gpt2c_ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {

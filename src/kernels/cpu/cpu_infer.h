@@ -6,10 +6,10 @@
 
 #include <stddef.h>
 
-void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1);
 /* Returns 0 when it cannot take the shape (then the caller falls back). */
-int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 
 #endif

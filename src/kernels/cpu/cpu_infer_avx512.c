@@ -186,7 +186,7 @@ static void matmul_packed(float *out, const float *inp, const float *w, const fl
  * Outputs [o0, o1) for every row: the weight rows of the range are streamed
  * once per row panel (decode: once), 4 at a time; row panels of ~1 MiB of
  * inputs stay in L2 across the range's tiles. */
-void cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1) {
     if (N >= PACKED_MIN_ROWS) {
         matmul_packed(out, inp, w, bias, N, IC, OC, act, o0, o1);
@@ -304,7 +304,7 @@ ALWAYS_INLINE void attend_block(float *o, size_t ldo, const float *q, size_t ldq
 }
 
 /* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries */
-int cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
     (void)B;
     if (ctx > MAX_CTX) return 0;

@@ -6,12 +6,12 @@
 
 #include "kernels/kernels.h"
 
-extern const gpt2c_kernels cpu_ops_avx512; /* x86-64 only */
-extern const gpt2c_kernels cpu_ops_avx2;   /* x86-64 only */
-extern const gpt2c_kernels cpu_ops_scalar;
+extern const gpt2c_kernels gpt2c_cpu_ops_avx512; /* x86-64 only */
+extern const gpt2c_kernels gpt2c_cpu_ops_avx2;   /* x86-64 only */
+extern const gpt2c_kernels gpt2c_cpu_ops_scalar;
 
 /* The table for the ISA in effect now. */
-const gpt2c_kernels *cpu_ops_current(void);
+const gpt2c_kernels *gpt2c_cpu_ops_current(void);
 
 /* Fills the cpu backend's inference entries (cpu_infer.c). */
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k);

@@ -49,15 +49,15 @@ static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16, NULL
 
 static const gemm_isa_kernel *pick_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (isa == GPT2C_ISA_AVX512) return &gemm_kernel_avx512;
-    if (isa == GPT2C_ISA_AVX2) return &gemm_kernel_avx2;
+    if (isa == GPT2C_ISA_AVX512) return &gpt2c_gemm_kernel_avx512;
+    if (isa == GPT2C_ISA_AVX2) return &gpt2c_gemm_kernel_avx2;
 #else
     (void)isa;
 #endif
     return &gemm_kernel_scalar;
 }
 
-const gemm_isa_kernel *cpu_gemm_kernel(gpt2c_isa isa) { return pick_kernel(isa); }
+const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa) { return pick_kernel(isa); }
 
 /* One NR-column panel of B (rows [k0, k0+kc), columns [n0, n0+nb)) into
  * dst[k*NR + j], columns past nb zero. */
@@ -187,7 +187,7 @@ static void gemm_naive(int ic, int mb, int jc, int nb, int K, const float *A, lo
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 static int round_up(int a, int b) { return ceil_div(a, b) * b; }
 
-void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
+void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
@@ -230,11 +230,11 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
     }
 }
 
-void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC,
+void gpt2c_cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC,
                      int OC) {
     switch (op) {
-    case GEMM_FWD: cpu_gemm(isa, N, OC, IC, A, IC, 1, B, 1, IC, C, OC, NULL, 0); break;
-    case GEMM_DINP: cpu_gemm(isa, N, IC, OC, A, OC, 1, B, IC, 1, C, IC, NULL, 0); break;
-    case GEMM_DW: cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, 1); break;
+    case GEMM_FWD: gpt2c_cpu_gemm(isa, N, OC, IC, A, IC, 1, B, 1, IC, C, OC, NULL, 0); break;
+    case GEMM_DINP: gpt2c_cpu_gemm(isa, N, IC, OC, A, OC, 1, B, IC, 1, C, IC, NULL, 0); break;
+    case GEMM_DW: gpt2c_cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, 1); break;
     }
 }

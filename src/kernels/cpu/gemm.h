@@ -40,14 +40,14 @@ typedef struct {
 } gemm_isa_kernel;
 
 /* Per-ISA micro-kernels (gemm_avx512.c, gemm_avx2.c; the scalar one is in gemm.c). */
-extern const gemm_isa_kernel gemm_kernel_avx512;
-extern const gemm_isa_kernel gemm_kernel_avx2;
+extern const gemm_isa_kernel gpt2c_gemm_kernel_avx512;
+extern const gemm_isa_kernel gpt2c_gemm_kernel_avx2;
 
-/* The micro-kernel cpu_gemm uses for `isa` (for callers that tile small
+/* The micro-kernel gpt2c_cpu_gemm uses for `isa` (for callers that tile small
  * products themselves, e.g. attention: MR divides 12, NR divides 64). */
-const gemm_isa_kernel *cpu_gemm_kernel(gpt2c_isa isa);
+const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa);
 
-void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
+void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 
 /* The three GEMMs of a linear layer (for benchmarks), by the strides above:
@@ -55,6 +55,6 @@ void cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long
  *   GEMM_DINP: C = dinp (N,IC)  = dout (N,OC) W     (A = dout, B = W)
  *   GEMM_DW:   C = dW (OC,IC)  += dout^T X          (A = dout, B = X) */
 typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW } gemm_linear_op;
-void cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+void gpt2c_cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
 
 #endif

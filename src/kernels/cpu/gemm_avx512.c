@@ -92,4 +92,4 @@ static void pack_bt(float *dst, const float *src, long ld, int nb, int kc, int N
         for (int k = 0; k < kc; k++) dst[(size_t)k * NRp + j] = j < nb ? src[j * ld + k] : 0.0f;
 }
 
-const gemm_isa_kernel gemm_kernel_avx512 = {MR, NR, kern_6x64, pack_bt};
+const gemm_isa_kernel gpt2c_gemm_kernel_avx512 = {MR, NR, kern_6x64, pack_bt};

@@ -186,14 +186,14 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
 static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
                            int OC) {
     const float *w = (const float *)wt->data;
-    cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
+    gpt2c_cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
 }
 
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                             const gpt2c_tensor *wt, int N, int IC, int OC) {
     const float *w = (const float *)wt->data;
-    if (dinp) cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
-    if (dw) cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+    if (dinp) gpt2c_cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
+    if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
@@ -301,7 +301,7 @@ static double sumsq(const float *x, size_t n) {
     return s;
 }
 
-/* AdamW's per-step constants (same arithmetic as ref_adamw, element by element:
+/* AdamW's per-step constants (same arithmetic as gpt2c_ref_adamw, element by element:
  * one divide per element, sqrt(v)/sqrt(bc2) as sqrt(v) * (1/sqrt(bc2)), within an ulp of ref). */
 typedef struct {
     float beta1, beta2, step, inv_bc2_sqrt, decay, eps, grad_scale;

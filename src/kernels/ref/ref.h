@@ -6,7 +6,7 @@
 
 #include "kernels/kernels.h"
 
-#define GPT2C_REF_DECLARE(ret, name, params, args) ret ref_##name params;
+#define GPT2C_REF_DECLARE(ret, name, params, args) ret gpt2c_ref_##name params;
 GPT2C_OPS_COMPUTE(GPT2C_REF_DECLARE)
 #undef GPT2C_REF_DECLARE
 
@@ -14,6 +14,6 @@ GPT2C_OPS_COMPUTE(GPT2C_REF_DECLARE)
  * a decoded copy (gpt2c_tensor_row_f32) that *owned points to, for the
  * caller to free.  NULL when the format has no decoder yet or memory runs
  * out: the op then writes NaN to its outputs (ops cannot fail). */
-const float *ref_weight_f32(const gpt2c_tensor *w, float **owned);
+const float *gpt2c_ref_weight_f32(const gpt2c_tensor *w, float **owned);
 
 #endif

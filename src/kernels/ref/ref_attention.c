@@ -4,9 +4,9 @@
 #include "kernels/ref/ref.h"
 
 /* state: the softmax probabilities att (B,NH,T,T), zero above the diagonal */
-size_t ref_attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T * T; }
+size_t gpt2c_ref_attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T * T; }
 
-void ref_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
+void gpt2c_ref_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH;
     const double scale = 1.0 / sqrt((double)hs);
     for (int b = 0; b < B; b++)
@@ -38,7 +38,7 @@ void ref_attention_forward(float *out, float *state, const float *qkv, int B, in
 }
 
 /* scratch: datt for one query row */
-size_t ref_attention_scratch_floats(int B, int T, int NH) {
+size_t gpt2c_ref_attention_scratch_floats(int B, int T, int NH) {
     (void)B;
     (void)NH;
     return (size_t)T;
@@ -48,7 +48,7 @@ size_t ref_attention_scratch_floats(int B, int T, int NH) {
  *   dp_j = dout . v_j;   dv_j += p_j dout
  *   ds_j = p_j (dp_j - sum_k p_k dp_k)        (softmax backward)
  *   dq += ds_j k_j / sqrt(hs);   dk_j += ds_j q / sqrt(hs) */
-void ref_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
+void gpt2c_ref_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                             const float *state, int B, int T, int C, int NH) {
     (void)out;
     const int hs = C / NH;

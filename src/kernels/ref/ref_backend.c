@@ -12,7 +12,7 @@ static const gpt2c_kernels REF = {
             GPT2C_TYPED_OPS(REF_FORMATS)
 #undef REF_FORMATS
         },
-#define REF_ENTRY(ret, name, params, args) .name = ref_##name,
+#define REF_ENTRY(ret, name, params, args) .name = gpt2c_ref_##name,
     GPT2C_OPS_COMPUTE(REF_ENTRY)
 #undef REF_ENTRY
 };

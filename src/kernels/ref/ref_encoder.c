@@ -1,6 +1,6 @@
 #include "kernels/ref/ref.h"
 
-void ref_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B, int T, int C) {
+void gpt2c_ref_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B, int T, int C) {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *o = out + ((size_t)b * T + t) * C;
@@ -10,7 +10,7 @@ void ref_encoder_forward(float *out, const int32_t *tokens, const float *wte, co
         }
 }
 
-void ref_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T, int C) {
+void gpt2c_ref_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T, int C) {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *d = dout + ((size_t)b * T + t) * C;

@@ -5,7 +5,7 @@
 
 #include "kernels/ref/ref.h"
 
-void ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC,
+void gpt2c_ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC,
                             int OC, int act, int o0, int o1) {
     /* a non-f32 weight: each row of the range decoded once (a NaN row if it cannot be) */
     float *tmp = w->fmt == GPT2C_FMT_F32 ? NULL : malloc(sizeof(float) * (size_t)IC);
@@ -17,7 +17,7 @@ void ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w,
             double acc = bias ? bias[o] : 0.0;
             for (int i = 0; wr && i < IC; i++) acc += (double)x[i] * wr[i];
             float y = wr ? (float)acc : NAN;
-            if (act == GPT2C_ACT_GELU) ref_gelu_forward(&y, &y, 1);
+            if (act == GPT2C_ACT_GELU) gpt2c_ref_gelu_forward(&y, &y, 1);
             out[(size_t)n * OC + o] = y;
         }
     }
@@ -26,7 +26,7 @@ void ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w,
 
 /* kc (B, NH, hs, ctx): kc[b][h][i][p] = k_i of head h of the token at position p;
  * vc (B, NH, ctx, hs):  vc[b][h][p][i] = v_i */
-void ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH) {
+void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH) {
     const int hs = C / NH;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
@@ -40,7 +40,7 @@ void ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B,
         }
 }
 
-void ref_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+void gpt2c_ref_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                             const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
     const int hs = C / NH;
     const double scale = 1.0 / sqrt((double)hs);

@@ -4,7 +4,7 @@
 
 #define LN_EPS 1e-5
 
-void ref_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+void gpt2c_ref_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
                            int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -23,7 +23,7 @@ void ref_layernorm_forward(float *out, float *mean, float *rstd, const float *in
 
 /* With xhat = (x - mean) * rstd and g = dout * w:
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))  */
-void ref_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
+void gpt2c_ref_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
                             const float *mean, const float *rstd, int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
@@ -47,8 +47,8 @@ void ref_layernorm_backward(float *dinp, float *dw, float *db, const float *dout
     }
 }
 
-void ref_residual_layernorm_forward(float *residual, float *out, float *mean, float *rstd, const float *a,
+void gpt2c_ref_residual_layernorm_forward(float *residual, float *out, float *mean, float *rstd, const float *a,
                                     const float *b, const float *w, const float *bias, int N, int C) {
-    ref_residual_forward(residual, a, b, (size_t)N * C);
-    ref_layernorm_forward(out, mean, rstd, residual, w, bias, N, C);
+    gpt2c_ref_residual_forward(residual, a, b, (size_t)N * C);
+    gpt2c_ref_layernorm_forward(out, mean, rstd, residual, w, bias, N, C);
 }

@@ -3,7 +3,7 @@
 
 #include "kernels/ref/ref.h"
 
-const float *ref_weight_f32(const gpt2c_tensor *w, float **owned) {
+const float *gpt2c_ref_weight_f32(const gpt2c_tensor *w, float **owned) {
     *owned = NULL;
     if (w->fmt == GPT2C_FMT_F32) return (const float *)w->data;
     float *f = malloc(sizeof(float) * (size_t)w->rows * (size_t)w->cols);
@@ -22,10 +22,10 @@ static void fill_nan(float *x, size_t n) {
 }
 
 /* out[n][o] = bias[o] + sum_i inp[n][i] * w[o][i]   (double accumulation: the oracle) */
-void ref_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
+void gpt2c_ref_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
                         int OC) {
     float *owned;
-    const float *w = ref_weight_f32(wt, &owned);
+    const float *w = gpt2c_ref_weight_f32(wt, &owned);
     if (!w) {
         fill_nan(out, (size_t)N * OC);
         return;
@@ -42,11 +42,11 @@ void ref_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, co
     free(owned);
 }
 
-void ref_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+void gpt2c_ref_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                          const gpt2c_tensor *wt, int N, int IC, int OC) {
     if (dinp) { /* dinp[n][i] = sum_o dout[n][o] * w[o][i] */
         float *owned;
-        const float *w = ref_weight_f32(wt, &owned);
+        const float *w = gpt2c_ref_weight_f32(wt, &owned);
         if (!w) {
             fill_nan(dinp, (size_t)N * IC);
         } else {

@@ -2,7 +2,7 @@
 
 #include "kernels/ref/ref.h"
 
-double ref_sumsq(const float *x, size_t n) {
+double gpt2c_ref_sumsq(const float *x, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
     return s;
@@ -10,7 +10,7 @@ double ref_sumsq(const float *x, size_t n) {
 
 /* Same order of operations as torch.optim.AdamW (single-tensor path):
  * decoupled decay p *= 1 - lr*wd, then p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps). */
-void ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps,
+void gpt2c_ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps,
                float wd, float grad_scale, int t) {
     const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
     const float step = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
@@ -23,8 +23,8 @@ void ref_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr,
     }
 }
 
-void ref_adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+void gpt2c_ref_adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
                          float eps, float wd, float grad_scale, int t) {
-    ref_adamw(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+    gpt2c_ref_adamw(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
     for (size_t i = 0; i < n; i++) g[i] = 0.0f;
 }

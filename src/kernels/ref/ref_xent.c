@@ -2,7 +2,7 @@
 
 #include "kernels/ref/ref.h"
 
-void ref_softmax_xent_forward(float *losses, float *logits_probs, const int32_t *targets, int N, int V, int Vp) {
+void gpt2c_ref_softmax_xent_forward(float *losses, float *logits_probs, const int32_t *targets, int N, int V, int Vp) {
     for (int n = 0; n < N; n++) {
         float *row = logits_probs + (size_t)n * Vp;
         double maxv = -INFINITY;
@@ -17,7 +17,7 @@ void ref_softmax_xent_forward(float *losses, float *logits_probs, const int32_t 
     }
 }
 
-void ref_softmax_xent_backward(float *probs_dlogits, const int32_t *targets, float dloss, int N, int V, int Vp) {
+void gpt2c_ref_softmax_xent_backward(float *probs_dlogits, const int32_t *targets, float dloss, int N, int V, int Vp) {
     for (int n = 0; n < N; n++) {
         float *row = probs_dlogits + (size_t)n * Vp;
         for (int i = 0; i < V; i++) row[i] = (row[i] - (i == targets[n] ? 1.0f : 0.0f)) * dloss;
