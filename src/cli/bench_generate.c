@@ -80,11 +80,20 @@ int bench_generate(int argc, char **argv) {
         return cli_fail_status("bench generate");
     }
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *ids = malloc(sizeof(int32_t) * (size_t)batch);
+    double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
+    if (!prompt || !ids || !pf || !dc) {
+        free(prompt);
+        free(ids);
+        free(pf);
+        free(dc);
+        gpt2c_infer_free(s);
+        gpt2c_model_free(m);
+        return cli_error("bench generate", "out of memory");
+    }
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
     for (int i = 0; i < P; i++) prompt[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)c->vocab_size);
 
-    double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
     gpt2c_status st = GPT2C_OK;
     for (int run = -1; run < runs && st == GPT2C_OK; run++) { /* run -1: warm-up, not counted */
         gpt2c_infer_reset(s, -1);

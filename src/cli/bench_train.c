@@ -94,6 +94,13 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     gpt2c_model_init_random(m, 1337);
     const int N = B * T;
     int32_t *tok = malloc(sizeof(int32_t) * (N + 1));
+    double *ms = malloc(sizeof(double) * steps * 4);
+    if (!tok || !ms) {
+        free(tok);
+        free(ms);
+        gpt2c_model_free(m);
+        return cli_error(what, "out of memory");
+    }
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
     for (int i = 0; i <= N; i++) tok[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)cfg.vocab_size);
@@ -106,7 +113,6 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
 
     result res[64];
     int nres = 0;
-    double *ms = malloc(sizeof(double) * steps * 4);
     char list[256];
     snprintf(list, sizeof list, "%s", backends);
     int status = 0;
