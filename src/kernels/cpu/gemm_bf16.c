@@ -191,6 +191,9 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                 const int mr = mb - ir < MR ? mb - ir : MR;
                 const uint32_t *ap = abuf + (size_t)ir * kp;
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
+                    for (int r = 0; r < MR; r++)
+                        for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
                     kk->kern(kp, ap, bp, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
