@@ -32,9 +32,12 @@ TRAIN=(--model gpt2 --data "$OUT/ts/ts_train_*.bin" --seq 64 --steps "$STEPS" --
 
 run() { # NAME CMD...
   local name=$1; shift
+  want "$name" || return 0
   echo "== $name: $*" | tee -a "$OUT/commands.txt"
   "$@" --log "$OUT/$name.r$rep.jsonl" > "$OUT/$name.r$rep.txt" 2>&1 || { echo "failed: $name"; cat "$OUT/$name.r$rep.txt"; exit 1; }
 }
+# CONFIGS="p1_t2 np2_b2 ..." runs only those (default: all)
+want() { [ -z "${CONFIGS:-}" ] || [[ " $CONFIGS " == *" $1 "* ]]; }
 for rep in $( [ "${SUMMARY_ONLY:-0}" = 1 ] || seq 1 "$REPS"); do
   run p1_t2 "$G" train "${TRAIN[@]}" --batch 4 --threads 2
   run np1_t1 "${MPI[@]}" -np 1 "$G" train "${TRAIN[@]}" --batch 4 --threads 1
@@ -50,6 +53,7 @@ done
 {
   printf "%-18s %9s %9s %8s  %s\n" config "ms/step" "tok/s" "tokens" "per-rank communication (first round)"
   for name in p1_t2 np1_t1 np2_b2 np2_b2_nooverlap np2_b2_zero1 np2_b2_ring np2_b4; do
+    want "$name" && ls "$OUT/$name".r*.jsonl >/dev/null 2>&1 || continue
     ms=$(cat "$OUT/$name".r*.jsonl | grep '"loss"' | grep -v '"step":[01],' | sed 's/.*"ms":\([0-9.]*\).*/\1/' | sort -n |
       awk '{ a[NR] = $1 } END { if (NR % 2) m = a[(NR + 1) / 2]; else m = (a[NR / 2] + a[NR / 2 + 1]) / 2; print m }')
     case $name in np2_b4) tok=512 ;; *) tok=256 ;; esac
@@ -61,7 +65,7 @@ done
 
 # the all-reduce alone (bench/mpi_allreduce.c): one block's bucket group and the whole gradient,
 # Open MPI's default for in-place MPI_Iallreduce (binomial tree) against its ring
-[ "${SUMMARY_ONLY:-0}" = 1 ] && exit 0
+[ "${SUMMARY_ONLY:-0}" = 1 ] || [ -n "${CONFIGS:-}" ] && exit 0
 mpicc -O2 bench/mpi_allreduce.c -o "$OUT/mpi_allreduce"
 {
   for bytes in 28.35e6 497.9e6; do

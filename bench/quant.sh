@@ -12,7 +12,6 @@ OUT="${2:-out/bench_quant}"
 CKPT="${3:-}"
 G="$BUILD/gpt2c"
 DATA="${GPT2C_DATA:-../shared/data}"
-RUNS="${RUNS:-3}"
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/commands.txt"; }
 { uname -a; lscpu | grep -E "Vendor ID|CPU family|Model:|Model name|Flags" | cut -c1-200; nproc; uptime; } > "$OUT/machine.txt"
@@ -22,16 +21,24 @@ log "$G bench peak --remeasure"
 
 # the files: fp32 (every tensor kept: written by the same writer), q8, q4, nf4
 log "$G quantize --model gpt2 --format FMT --out $OUT/gpt2_FMT.safetensors"
-"$G" quantize --model gpt2 --format q8 --keep wte,c_attn,c_proj,c_fc --out "$OUT/gpt2_f32.safetensors" > "$OUT/quantize.txt"
-for f in q8 q4 nf4; do "$G" quantize --model gpt2 --format $f --out "$OUT/gpt2_$f.safetensors" >> "$OUT/quantize.txt"; done
+# (fp32: every weight kept by quantize, then convert writes a plain fp32 checkpoint of the same random model)
+if [ ! -f "$OUT/gpt2_f32.safetensors" ]; then
+  "$G" quantize --model gpt2 --format q8 --keep wte,c_attn,c_proj,c_fc --out "$OUT/gpt2_kept.safetensors" > "$OUT/quantize.txt"
+  "$G" convert "$OUT/gpt2_kept.safetensors" "$OUT/gpt2_f32.safetensors" > /dev/null && rm -f "$OUT/gpt2_kept.safetensors"
+fi
+for f in q8 q4 nf4; do
+  [ -f "$OUT/gpt2_$f.safetensors" ] || "$G" quantize --model gpt2 --format $f --out "$OUT/gpt2_$f.safetensors" >> "$OUT/quantize.txt"
+done
 ls -l "$OUT"/gpt2_*.safetensors > "$OUT/sizes.txt"
 
-# speed: each format in its own process (resident memory is per process), interleaved over the repeats
-for rep in 1 2; do
-  for f in f32 q8 q4 nf4; do
-    for b in 1 8; do
-      log "$G bench generate --model $OUT/gpt2_$f.safetensors --prompt-len 512 --tokens 64 --batch $b --runs $RUNS --json"
-      "$G" bench generate --model "$OUT/gpt2_$f.safetensors" --prompt-len 512 --tokens 64 --batch $b --runs "$RUNS" --json \
+# speed: each format in its own process (resident memory is per process), one timed run per process,
+# the formats interleaved and repeated REPS times so that a busy moment of a shared machine hits them
+# alike; BENCHMARKS.md quotes the medians and the best of the repeats, and the ratios within each repeat
+for rep in $(seq "${REPS:-5}"); do
+  for b in 1 8; do
+    for f in f32 q8 q4 nf4; do
+      log "$G bench generate --model $OUT/gpt2_$f.safetensors --prompt-len 512 --tokens 32 --batch $b --runs 1 --json"
+      "$G" bench generate --model "$OUT/gpt2_$f.safetensors" --prompt-len 512 --tokens 32 --batch $b --runs 1 --json \
         >> "$OUT/generate_$f.jsonl"
     done
   done
@@ -43,7 +50,7 @@ if [ -n "$CKPT" ] && [ -f "$DATA/tinyshakespeare/input.txt" ]; then
   for f in f32 q8 q4 nf4; do
     if [ $f = f32 ]; then Q=(); else Q=(--quant $f); fi
     log "$G eval --model $CKPT ${Q[*]} --data $OUT/ts/ts_val_000000.bin --batch 4 --seq 256"
-    echo "$f $("$G" eval --model "$CKPT" "${Q[@]}" --data "$OUT/ts/ts_val_000000.bin" --batch 4 --seq 256)" >> "$OUT/eval.txt"
+    echo "$f $("$G" eval --model "$CKPT" ${Q[@]+"${Q[@]}"} --data "$OUT/ts/ts_val_000000.bin" --batch 4 --seq 256)" >> "$OUT/eval.txt"
   done
   "$G" quantize --model "$CKPT" --format nf4 --no-double-quant --out "$OUT/ckpt_nf4_nodq.safetensors" > /dev/null
   echo "nf4-no-dq $("$G" eval --model "$OUT/ckpt_nf4_nodq.safetensors" --data "$OUT/ts/ts_val_000000.bin" --batch 4 --seq 256)" >> "$OUT/eval.txt"

@@ -12,9 +12,9 @@ set -euo pipefail
 OLD=${1:?old gpt2c}; NEW=${2:?new gpt2c}; ROUNDS=${3:-3}
 lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:" | tr -s ' '
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-train() { "$1" bench train --model gpt2 --batch 4 --seq 64 --threads 2 --steps 5 --warmup 1 --json |
+train() { "$1" bench train --model gpt2 --batch 4 --seq 64 --threads 2 --steps 3 --warmup 1 --json |
           python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["median_ms"])'; }
-gen() { "$1" bench generate --model gpt2 --threads 2 --prompt-len 64 --tokens 32 --runs 3 --json |
+gen() { "$1" bench generate --model gpt2 --threads 2 --prompt-len 16 --tokens 16 --runs 1 --json |
         python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("decode_tok_s", d.get("decode", {}).get("tok_s", "nan")))'; }
 : >/tmp/refactor_bench_train_old; : >/tmp/refactor_bench_train_new; : >/tmp/refactor_bench_gen_old; : >/tmp/refactor_bench_gen_new
 for r in $(seq "$ROUNDS"); do

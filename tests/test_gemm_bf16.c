@@ -15,6 +15,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
+#include "kernels/kernels.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "testutil.h"
@@ -94,31 +95,31 @@ static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, g
 
     /* forward with bias: out = X W^T + b */
     const gemm_operand ax = {X, GPT2C_FMT_F32, IC, 1}, bw = {Wp, wf, 1, IC};
-    cpu_gemm_bf16_with(kk, N, OC, IC, ax, bw, out, OC, bias, 0);
+    gpt2c_cpu_gemm_bf16_with(kk, N, OC, IC, ax, bw, out, OC, bias, 0);
     ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
     snprintf(what, sizeof what, "fwd N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
     cmp(what, kk, out, ref, (size_t)N * OC);
     /* dinp = dout W */
     const gemm_operand ad = {D, GPT2C_FMT_F32, OC, 1}, bw2 = {Wp, wf, IC, 1};
-    cpu_gemm_bf16_with(kk, N, IC, OC, ad, bw2, dX, IC, NULL, 0);
+    gpt2c_cpu_gemm_bf16_with(kk, N, IC, OC, ad, bw2, dX, IC, NULL, 0);
     ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
     snprintf(what, sizeof what, "dinp N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
     cmp(what, kk, dX, rdX, (size_t)N * IC);
     /* dW += dout^T X (X in the weight's format: a bf16 activation copy) */
     uint16_t *Xb = to_bf16(X, (size_t)N * IC);
     const gemm_operand adt = {D, GPT2C_FMT_F32, 1, OC}, bx = {wf == GPT2C_FMT_BF16 ? (const void *)Xb : (const void *)X, wf, IC, 1};
-    cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW, IC, NULL, 1);
+    gpt2c_cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW, IC, NULL, 1);
     ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
     snprintf(what, sizeof what, "dweight N=%d IC=%d OC=%d X %s", N, IC, OC, wn);
     cmp(what, kk, dW, rdW, (size_t)OC * IC);
 
     /* 1 thread and a small blocking (many K blocks, units, edges): same bits */
     const int nth = omp_get_max_threads();
-    const gemm_bf16_blocking keep = cpu_gemm_bf16_get_blocking(), small = {16, 12, 64};
+    const gemm_bf16_blocking keep = gpt2c_cpu_gemm_bf16_get_blocking(), small = {16, 12, 64};
     omp_set_num_threads(1);
-    cpu_gemm_bf16_set_blocking(small);
-    cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW2, IC, NULL, 1);
-    cpu_gemm_bf16_set_blocking(keep);
+    gpt2c_cpu_gemm_bf16_set_blocking(small);
+    gpt2c_cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW2, IC, NULL, 1);
+    gpt2c_cpu_gemm_bf16_set_blocking(keep);
     omp_set_num_threads(nth);
     snprintf(what, sizeof what, "dweight 1 thread, kc 16 vs %d threads, kc %d", nth, keep.kc);
     cmp(what, kk, dW2, dW, (size_t)OC * IC);
@@ -127,17 +128,45 @@ static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, g
         free(rdW), free(dW2);
 }
 
+/* The cpu backend's matmul ops take bf16 weight views and run these GEMMs
+ * (same bits as the oracle); the blas backend sends them to ref. */
+static void test_op_table(void) {
+    const gpt2c_kernels *cpu = NULL;
+    CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
+    if (!cpu) return;
+    CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_forward, GPT2C_FMT_BF16));
+    CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_backward, GPT2C_FMT_BF16));
+    const int N = 19, IC = 45, OC = 70;
+    float *X = rnd((size_t)N * IC, 7), *W = rnd((size_t)OC * IC, 8), *D = rnd((size_t)N * OC, 9), *bias = rnd(OC, 10);
+    uint16_t *Wb = to_bf16(W, (size_t)OC * IC);
+    gpt2c_tensor wt = {.fmt = GPT2C_FMT_BF16, .rows = OC, .cols = IC, .data = Wb};
+    float *out = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
+    float *dX = malloc(sizeof(float) * N * IC), *rdX = malloc(sizeof(float) * N * IC);
+    float *dW = calloc((size_t)OC * IC, sizeof(float)), *rdW = calloc((size_t)OC * IC, sizeof(float));
+    float *db = calloc(OC, sizeof(float));
+    cpu->matmul_forward(out, X, &wt, bias, N, IC, OC);
+    ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
+    CHECK_MSG(memcmp(out, ref, sizeof(float) * N * OC) == 0, "cpu matmul_forward with a bf16 weight");
+    cpu->matmul_backward(dX, dW, db, D, X, &wt, N, IC, OC);
+    ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
+    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    CHECK_MSG(memcmp(dX, rdX, sizeof(float) * N * IC) == 0, "cpu matmul_backward dinp with a bf16 weight");
+    CHECK_MSG(memcmp(dW, rdW, sizeof(float) * OC * IC) == 0, "cpu matmul_backward dweight with a bf16 weight");
+    free(X), free(W), free(D), free(bias), free(Wb), free(out), free(ref), free(dX), free(rdX), free(dW), free(rdW), free(db);
+}
+
 int main(void) {
+    test_op_table();
     test_rounding();
     test_oracle();
     omp_set_num_threads(2);
     const gemm_bf16_isa_kernel *kernels[4];
     int nk = 0;
-    kernels[nk++] = &gemm_bf16_kernel_scalar;
+    kernels[nk++] = &gpt2c_gemm_bf16_kernel_scalar;
 #if defined(__x86_64__) || defined(_M_X64)
-    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) kernels[nk++] = &gemm_bf16_kernel_avx2;
-    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) kernels[nk++] = &gemm_bf16_kernel_avx512f;
-    if (gpt2c_cpu_has_avx512bf16()) kernels[nk++] = &gemm_bf16_kernel_avx512bf16;
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) kernels[nk++] = &gpt2c_gemm_bf16_kernel_avx2;
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) kernels[nk++] = &gpt2c_gemm_bf16_kernel_avx512f;
+    if (gpt2c_cpu_has_avx512bf16()) kernels[nk++] = &gpt2c_gemm_bf16_kernel_avx512bf16;
     else printf("  (no AVX512_BF16 on this CPU: vdpbf16ps kernel not tested)\n");
 #endif
     static const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 29, 13}, {37, 67, 101}, {50, 130, 71}, {9, 200, 515}, {130, 33, 64}};
@@ -150,6 +179,6 @@ int main(void) {
     }
     /* the dispatcher picks a kernel for every ISA */
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
-        if (gpt2c_cpu_has_isa((gpt2c_isa)i)) CHECK(cpu_gemm_bf16_kernel((gpt2c_isa)i) != NULL);
+        if (gpt2c_cpu_has_isa((gpt2c_isa)i)) CHECK(gpt2c_cpu_gemm_bf16_kernel((gpt2c_isa)i) != NULL);
     return tu_finish("test_gemm_bf16");
 }

@@ -79,7 +79,7 @@ void gpt2c_nf4_dq_unpack(const uint8_t *codes8, const float *absmax2, float offs
  * per-thread buffer, never as a whole.  The ISA follows gpt2c_cpu_isa(). */
 void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                          int o0, int o1);
-/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 8 rows) runs with the
+/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 3 rows) runs with the
  * activations quantized to int8 per block of 32, as llama.cpp's Q8_0 does
  * (da = absmax / 127, round to nearest), and integer dot products; that is
  * the default there (GPT2C_QUANT_ACT=f32 turns it off).  Everything else

@@ -58,6 +58,9 @@ typedef struct gpt2c_train_cfg {
     void *user;               /* for on_event and on_checkpoint */
     gpt2c_step_hooks hooks;   /* step / phase marks (a profile session's), all NULL: none */
     const gpt2c_train_dp *dp; /* NULL: one process */
+    /* train --keep-sparsity: these weights are set back to zero after every
+     * update (gpt2c/prune.h); NULL: none */
+    const struct gpt2c_sparsity_mask *keep_zero;
 } gpt2c_train_cfg;
 
 /* ---- one training step: the same code for the trainer, `profile` and `bench train` ----

@@ -7,6 +7,7 @@ int bench_forward(int argc, char **argv);  /* forward-only time (bench_train.c) 
 int bench_gemm(int argc, char **argv);     /* GEMM kernels on the GPT-2 shapes (bench_gemm.c) */
 int bench_peak(int argc, char **argv);     /* machine FMA peak and bandwidth (bench_peak.c) */
 int bench_generate(int argc, char **argv); /* prefill and decode tok/s (bench_generate.c) */
+int bench_attention(int argc, char **argv); /* fused vs unfused attention over the KV cache (bench_attention.c) */
 
 /* fp32 FMA peak (GFLOP/s) of the ISA in effect on `threads` threads, from
  * `gpt2c bench peak`'s cache (measured once if absent); 0 if unavailable. */

@@ -37,7 +37,7 @@ static const uint16_t *g_wb;
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
     if (g_bf16) {
         const int w_is_b = op != GEMM_DW;
-        cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
+        gpt2c_cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
                              w_is_b ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, N, IC, OC);
         return;
     }
@@ -70,7 +70,7 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
 
 int bench_gemm(int argc, char **argv) {
     const char *isa = "auto", *precision = "fp32";
-    int threads = 0, reps = 5, json = 0, no_blas = 0;
+    int threads = 0, reps = 5, json = 0, no_blas = 0, autotune = 0;
     cli_intlist ns = {{256, 1024}, 2};
     cli_opt opts[] = {
         {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 1, 1 << 20},
@@ -78,13 +78,14 @@ int bench_gemm(int argc, char **argv) {
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precision, "fp32 or bf16 (bf16 operands, fp32 accumulation; the weight stored bf16)", 0, 0},
+        {"--autotune", CLI_FLAG, &autotune, "redo the bf16 GEMM's blocking autotune for this CPU (cached per CPU signature)", 0, 0},
         {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
         {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };
     int rc = cli_parse("bench gemm", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status("bench gemm");
+    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_option("bench gemm", "--isa");
     gpt2c_format prec;
     if (gpt2c_format_parse(precision, &prec) != 0 || (prec != GPT2C_FMT_F32 && prec != GPT2C_FMT_BF16))
         return cli_error("bench gemm", "--precision: unknown value '%s' (fp32 or bf16)", precision);
@@ -100,11 +101,15 @@ int bench_gemm(int argc, char **argv) {
     if (!json) {
         printf("bench gemm: %s, isa %s, %d threads, measured %s peak %.1f GFLOP/s; %s [%s]; %s time\n",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt,
-               g_bf16 ? (strcmp(cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
+               g_bf16 ? (strcmp(gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
         if (g_bf16) {
-            const gemm_bf16_blocking bl = cpu_gemm_bf16_get_blocking();
-            printf("  bf16 kernel %s, blocking kc %d mc %d nc %d\n", cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, bl.kc, bl.mc, bl.nc);
+            int from_cache = 0;
+            double tuned = 0;
+            gemm_bf16_blocking bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
+            gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
+            printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
+                   bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
         }
         if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());
 #ifdef GPT2C_HAVE_BLAS

@@ -16,6 +16,7 @@ int cmd_bench(int argc, char **argv) {
         {"gemm", bench_gemm, "GEMM kernels on GPT-2 shapes, against BLAS when present"},
         {"peak", bench_peak, "this machine's FMA peak and memory bandwidth (cached)"},
         {"generate", bench_generate, "prefill and decode tokens/s"},
+        {"attention", bench_attention, "inference attention over the KV cache: fused vs unfused (T x T scores)"},
     };
     if (argc >= 1)
         for (size_t i = 0; i < sizeof B / sizeof B[0]; i++)

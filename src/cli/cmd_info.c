@@ -114,7 +114,18 @@ static int info_safetensors(const char *path) {
             k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
         if (k < sizeof shape) snprintf(shape + k, sizeof shape - k, "]");
         if (!quantized) {
-            printf("  %-44s %-5s %s\n", t->name, gpt2c_dtype_name(t->dtype), shape);
+            printf("  %-44s %-5s %s", t->name, gpt2c_dtype_name(t->dtype), shape);
+            if (t->dtype == GPT2C_DT_F32 && t->ndim == 2) { /* pruned weights are exact zeros (gpt2c prune) */
+                const size_t ne = t->nbytes / sizeof(float);
+                size_t z = 0;
+                for (size_t e = 0; e < ne; e++) {
+                    float x;
+                    memcpy(&x, (const char *)t->data + e * sizeof x, sizeof x); /* may be unaligned */
+                    z += x == 0.0f;
+                }
+                printf("  sparsity %.2f%%", ne ? 100.0 * (double)z / (double)ne : 0.0);
+            }
+            printf("\n");
             continue;
         }
         /* a quantized file: the format of each tensor (its scales are listed as such) and its bytes */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "gpt2c/cpu.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
@@ -202,6 +203,8 @@ int cmd_profile(int argc, char **argv) {
     o.backend = bk[0];
     if (!quiet) fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
                         main_threads, warmup, trials, steps);
+    for (int bi = 0; bi < nb && !quiet; bi++)
+        if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
     if (run_trials(m, &s, &o, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;

@@ -17,6 +17,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "gpt2c/profile_session.h"
+#include "gpt2c/prune.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/resume.h"
 #include "gpt2c/train.h"
@@ -240,6 +241,7 @@ typedef struct {
     gpt2c_train_dp dp;
     const char *profile_out, *backend;
     char profile_dir[4096];
+    gpt2c_sparsity_mask *keep_zero; /* --keep-sparsity */
 } train_job;
 
 static void train_free(train_job *J) {
@@ -247,6 +249,7 @@ static void train_free(train_job *J) {
     if (J->ui.prof) gpt2c_profile_session_free(J->ui.prof);
     if (J->have_train) gpt2c_dataloader_close(&J->train);
     if (J->have_val) gpt2c_dataloader_close(&J->val);
+    gpt2c_sparsity_mask_free(J->keep_zero);
     gpt2c_model_free(J->m);
 }
 
@@ -258,7 +261,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
     const char *backend = "cpu", *profile_out = NULL;
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
-    int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1;
+    int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1, keep_sparsity = 0;
     long long seed = 1337;
     double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1, clip = 1.0, min_lr_frac = 0.0;
     cli_opt opts[] = {
@@ -291,6 +294,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--log", CLI_STR, &log_path, "JSONL log: one object per step and per evaluation", 0, 0},
         {"--profile-out", CLI_STR, &profile_out, "profile the run: trace.json, summary.json, report.html, ... in DIR (under mpirun: DIR/rank<r>)", 0, 0},
         {"--zero", CLI_INT, &zero, "under mpirun: 1 = ZeRO-1, AdamW moments and update sharded over ranks (default 0)", 0, 1},
+        {"--keep-sparsity", CLI_FLAG, &keep_sparsity, "linear weights that are zero at the start (gpt2c prune) stay exactly zero", 0, 0},
         {"--overlap", CLI_INT, &overlap, "under mpirun: 1 = all-reduce gradients during backward, 0 = after it (default 1)", 0, 1},
     };
     int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -368,6 +372,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
                          "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
                          ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+    if (keep_sparsity) {
+        if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status("train");
+        cfg->keep_zero = J->keep_zero;
+    }
     ui->tty = isatty(2);
     ui->print_every = steps > 100 ? steps / 50 : 1;
     ui->first_step = start_step;

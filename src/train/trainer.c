@@ -1,4 +1,5 @@
 #include "gpt2c/train.h"
+#include "gpt2c/prune.h"
 
 #include <math.h>
 
@@ -94,6 +95,8 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
         sc.lr = ev.lr;
         sc.step = step;
         GPT2C_TRY(gpt2c_train_step(m, &sc, &src, &st));
+        /* --keep-sparsity: AdamW moved the pruned weights, the mask puts them back to exactly zero */
+        if (c->keep_zero) GPT2C_TRY(gpt2c_sparsity_mask_apply(m, c->keep_zero));
         ev.ms = st.total_ms;
         ev.loss = st.loss;
         ev.norm = st.norm;

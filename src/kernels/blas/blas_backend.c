@@ -62,6 +62,17 @@ static int load(void) {
         snprintf(lib.note, sizeof lib.note,
                  "OPENBLAS_CORETYPE=%s in the environment lacks AVX-512 kernels on this AVX-512 CPU: using SkylakeX", env);
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    } else if ((!env || !*env) && gpt2c_cpu_best_isa() >= GPT2C_ISA_AVX2) {
+        /* OpenBLAS's own detection knows CPUs by family/model and falls to a
+         * generic core (Prescott: SSE3) on one it has not heard of: choose
+         * the kernel class from the ISA instead (AVX-512F: SkylakeX, with
+         * AVX512_BF16 Cooperlake; AVX2: Haswell, which Zen also uses). */
+        const char *core = gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512
+                               ? (gpt2c_cpu_has_avx512bf16() ? "Cooperlake" : "SkylakeX")
+                               : "Haswell";
+        snprintf(lib.note, sizeof lib.note, "OPENBLAS_CORETYPE=%s chosen from this CPU's ISA (%s)", core,
+                 gpt2c_cpu_signature());
+        setenv("OPENBLAS_CORETYPE", core, 1);
     }
     const char *want = getenv("GPT2C_BLAS_LIB");
     const char *candidates[] = {want, GPT2C_CBLAS_LIBRARY, "libopenblas.so.0", "libblis.so.4", "libcblas.so.3"};
@@ -76,6 +87,15 @@ static int load(void) {
     lib.config = (get_str_fn)dlsym(lib.handle, "openblas_get_config");
     lib.corename = (get_str_fn)dlsym(lib.handle, "openblas_get_corename");
     if (!lib.sgemm) snprintf(lib.why, sizeof lib.why, "%s has no cblas_sgemm", lib.path);
+    /* never silently generic: say so when OpenBLAS ignored the choice */
+    static const char *const generic[] = {"prescott", "core2", "nehalem", "katmai", "coppermine", "northwood", "generic", "atom", "penryn", "dunnington", "opteron", "barcelona"};
+    const char *cn = lib.corename ? lib.corename() : NULL;
+    for (size_t i = 0; cn && gpt2c_cpu_best_isa() >= GPT2C_ISA_AVX2 && i < sizeof generic / sizeof generic[0]; i++)
+        if (strcasecmp(cn, generic[i]) == 0) {
+            const size_t l = strlen(lib.note);
+            snprintf(lib.note + l, sizeof lib.note - l, "%sWARNING: OpenBLAS runs its generic %s core on this %s CPU (slow)",
+                     l ? "; " : "", cn, gpt2c_isa_name(gpt2c_cpu_best_isa()));
+        }
     return lib.sgemm != NULL;
 }
 
@@ -129,6 +149,7 @@ static const gpt2c_kernels *gpt2c_kernels_blas(void) {
         t.isa = "cblas";
         t.matmul_forward = blas_matmul_forward;
         t.matmul_backward = blas_matmul_backward;
+        t.formats.matmul_forward = t.formats.matmul_backward = 0; /* f32 only: no sbgemm is used */
         /* inference: ref's ops, as before the cpu table carried its own */
         t.matmul_infer_range = NULL;
         t.kv_write = NULL;

@@ -26,6 +26,8 @@ GPT2C_OPS_FUSED(CPU_PASS)
 static gpt2c_kernels CPU = {
     .name = "cpu",
     .isa = "auto",
+    /* bf16 weights: bf16 GEMMs (gemm_bf16.h) */
+    .formats = {.matmul_forward = GPT2C_FMT_BIT(GPT2C_FMT_BF16), .matmul_backward = GPT2C_FMT_BIT(GPT2C_FMT_BF16)},
 #define CPU_ENTRY(ret, name, params, args) .name = name,
     GPT2C_OPS_TRAIN(CPU_ENTRY) GPT2C_OPS_FUSED(CPU_ENTRY)
 #undef CPU_ENTRY

@@ -24,15 +24,15 @@
 #define MC_STEP 12 /* lcm of every MR */
 #define NC_STEP 64 /* lcm of every NR */
 
-static gemm_bf16_blocking g_blocking = {384, 192, 512};
+static gemm_bf16_blocking g_blocking = {256, 192, 1024};
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 static int round_up(int a, int b) { return (a + b - 1) / b * b; }
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
 
-gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b) {
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b) {
     b.kc = round_up(clampi(b.kc, 16, 4096), 2);
     b.mc = round_up(clampi(b.mc, MC_STEP, 4096), MC_STEP);
     b.nc = round_up(clampi(b.nc, NC_STEP, 1 << 16), NC_STEP);
@@ -73,24 +73,31 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-const gemm_bf16_isa_kernel gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL};
 
 static int g_has_bf16 = -1;
-const gemm_bf16_isa_kernel *cpu_gemm_bf16_kernel(gpt2c_isa isa) {
+const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (g_has_bf16 < 0) g_has_bf16 = gpt2c_cpu_has_avx512bf16();
-    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gemm_bf16_kernel_avx512bf16 : &gemm_bf16_kernel_avx512f;
-    if (isa == GPT2C_ISA_AVX2) return &gemm_bf16_kernel_avx2;
+    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gpt2c_gemm_bf16_kernel_avx512bf16 : &gpt2c_gemm_bf16_kernel_avx512f;
+    if (isa == GPT2C_ISA_AVX2) return &gpt2c_gemm_bf16_kernel_avx2;
 #else
     (void)isa;
     (void)g_has_bf16;
 #endif
-    return &gemm_bf16_kernel_scalar;
+    return &gpt2c_gemm_bf16_kernel_scalar;
 }
 
 /* ---- packing ---- */
+/* gpt2c_bf16_from_f32 without a branch (so packing loops vectorise) */
+static inline uint32_t f32_to_bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    return (u & 0x7fffffffu) > 0x7f800000u ? q : r;
+}
 static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size_t i, const int bf) {
-    return bf ? ((const uint16_t *)p)[i] : gpt2c_bf16_from_f32(((const float *)p)[i]);
+    return bf ? ((const uint16_t *)p)[i] : f32_to_bf16_bits(((const float *)p)[i]);
 }
 
 /* dst[q*ds + i] (q < ceil(kc/2), i < n_pad) = the pair word of elements
@@ -111,11 +118,15 @@ static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restric
                     memcpy(&w, s + 2 * q, 4); /* little-endian: k even in the low half */
                     d[(size_t)q * ds] = w;
                 }
-            } else {
+            } else { /* convert the row contiguously (vectorises), then interleave */
                 const float *s = (const float *)p + base;
-                for (int q = 0; q < kq; q++)
-                    d[(size_t)q * ds] =
-                        (uint32_t)gpt2c_bf16_from_f32(s[2 * q]) | (uint32_t)gpt2c_bf16_from_f32(s[2 * q + 1]) << 16;
+                uint32_t tmp[2048];
+                for (int q0 = 0; q0 < kq; q0 += 2048) {
+                    const int nq = kq - q0 < 2048 ? kq - q0 : 2048;
+                    for (int q = 0; q < nq; q++)
+                        tmp[q] = f32_to_bf16_bits(s[2 * (q0 + q)]) | f32_to_bf16_bits(s[2 * (q0 + q) + 1]) << 16;
+                    for (int q = 0; q < nq; q++) d[(size_t)(q0 + q) * ds] = tmp[q];
+                }
             }
             if (odd) d[(size_t)kq * ds] = elem16(p, base + 2 * kq, bf);
         }
@@ -137,9 +148,12 @@ static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restric
         for (int i = n; i < n_pad; i++) dst[(size_t)q * ds + i] = 0;
 }
 
-static void pack_pairs(uint32_t *dst, int ds, const gemm_operand *o, long si, long sk, long i0, int n, int n_pad, int k0,
-                       int kc) {
-    if (o->fmt == GPT2C_FMT_BF16)
+static void pack_pairs(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int ds, const gemm_operand *o, long si, long sk,
+                       long i0, int n, int n_pad, int k0, int kc) {
+    const uint16_t *wsrc = (const uint16_t *)o->p + (size_t)i0 * si + k0;
+    if (kk->pack_words && o->fmt == GPT2C_FMT_BF16 && sk == 1 && si % 2 == 0 && kc % 2 == 0 && ((uintptr_t)wsrc & 3) == 0)
+        kk->pack_words((float *)dst, (const float *)wsrc, si / 2, n, kc / 2, ds); /* words moved, never computed on */
+    else if (o->fmt == GPT2C_FMT_BF16)
         pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 1);
     else
         pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 0);
@@ -166,9 +180,9 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
         const int load_c = accumulate || pc > 0;
         for (int ir = 0; ir < mb; ir += MR)
-            pack_pairs(abuf + (size_t)ir * kp, MR, A, A->rs, A->cs, ic + ir, mb - ir < MR ? mb - ir : MR, MR, pc, kc);
+            pack_pairs(kk, abuf + (size_t)ir * kp, MR, A, A->rs, A->cs, ic + ir, mb - ir < MR ? mb - ir : MR, MR, pc, kc);
         for (int jr = 0; jr < nb; jr += NR)
-            pack_pairs(bbuf + (size_t)jr * kp, NR, B, B->cs, B->rs, jc + jr, nb - jr < NR ? nb - jr : NR, NR, pc, kc);
+            pack_pairs(kk, bbuf + (size_t)jr * kp, NR, B, B->cs, B->rs, jc + jr, nb - jr < NR ? nb - jr : NR, NR, pc, kc);
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
             const uint32_t *bp = bbuf + (size_t)jr * kp;
@@ -214,7 +228,7 @@ static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand
         }
 }
 
-void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
                         long ldc, const float *bias, int accumulate) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
@@ -251,27 +265,28 @@ void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gem
     }
 }
 
-void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
+void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate) {
-    cpu_gemm_bf16_with(cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
+    if (!omp_in_parallel()) gpt2c_cpu_gemm_bf16_first_use(isa);
+    gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
 }
 
-void cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
+void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
                           gpt2c_format fb, int N, int IC, int OC) {
     switch (op) {
     case GEMM_FWD: {
         const gemm_operand a = {A, fa, IC, 1}, b = {B, fb, 1, IC};
-        cpu_gemm_bf16(isa, N, OC, IC, a, b, C, OC, NULL, 0);
+        gpt2c_cpu_gemm_bf16(isa, N, OC, IC, a, b, C, OC, NULL, 0);
         break;
     }
     case GEMM_DINP: {
         const gemm_operand a = {A, fa, OC, 1}, b = {B, fb, IC, 1};
-        cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
+        gpt2c_cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
         break;
     }
     case GEMM_DW: {
         const gemm_operand a = {A, fa, 1, OC}, b = {B, fb, IC, 1};
-        cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
+        gpt2c_cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
         break;
     }
     }

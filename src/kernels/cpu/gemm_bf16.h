@@ -36,23 +36,27 @@ typedef struct {
  * words holding bf16 (row r / column j, k = 2p) in the low half and k = 2p+1
  * in the high half; kp pairs.  C tile (MR,NR) [ldc] = (load_c ? C : bias ?
  * bias : 0) + the pair sums above. */
-typedef void (*gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+typedef void (*gpt2c_gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                                     const float *bias);
 
 typedef struct {
     const char *name; /* "avx512bf16", "avx512f", "avx2", "scalar" */
     int mr, nr;
-    gemm_bf16_kernel_fn kern;
+    gpt2c_gemm_bf16_kernel_fn kern;
+    /* Optional fast packing of a bf16 B read "transposed" (the forward's
+     * W^T): pair words of columns j (word rows j*ld apart) into
+     * dst[q*NR + j], i.e. a 32-bit transpose (gemm.h's pack_bt on words). */
+    gemm_pack_bt_fn pack_words;
 } gemm_bf16_isa_kernel;
 
-extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */
-extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512f;    /* emulated with FMAs */
-extern const gemm_bf16_isa_kernel gemm_bf16_kernel_avx2;       /* emulated with FMAs */
-extern const gemm_bf16_isa_kernel gemm_bf16_kernel_scalar;     /* portable C */
+extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */
+extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f;    /* emulated with FMAs */
+extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2;       /* emulated with FMAs */
+extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar;     /* portable C */
 
-/* The kernel cpu_gemm_bf16 uses for `isa` (avx512 -> vdpbf16ps when the CPU
+/* The kernel gpt2c_cpu_gemm_bf16 uses for `isa` (avx512 -> vdpbf16ps when the CPU
  * has AVX512_BF16, else the emulated one). */
-const gemm_bf16_isa_kernel *cpu_gemm_bf16_kernel(gpt2c_isa isa);
+const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa);
 
 /* Blocking of the driver (elements; any values give the same results). */
 typedef struct {
@@ -60,19 +64,28 @@ typedef struct {
     int mc; /* rows per unit (a multiple of every MR: 48) */
     int nc; /* columns per unit (a multiple of every NR: 64) */
 } gemm_bf16_blocking;
-gemm_bf16_blocking cpu_gemm_bf16_get_blocking(void);
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_get_blocking(void);
 /* Sets the blocking (rounded to valid values); returns the one in effect. */
-gemm_bf16_blocking cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b);
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b);
 
-void cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
+/* gemm_tune.c: the blocking guessed from the cache sizes (and set); the
+ * autotune (cached per CPU signature, kernel and threads unless `force`;
+ * sets the blocking it returns; *gflops: the tuned rate, 0 from the cache);
+ * the first-use hook gpt2c_cpu_gemm_bf16 calls (autotune unless cached, or the
+ * cache-size guess with GPT2C_GEMM_AUTOTUNE=0). */
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void);
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops);
+void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa);
+
+void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate);
 /* The same with an explicit kernel (tests: every path this CPU can run). */
-void cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
                         long ldc, const float *bias, int accumulate);
 
 /* The three GEMMs of a linear layer (gemm.h's gemm_linear_op), A and B of
  * formats fa and fb (W is B for fwd/dinp, X is B for dweight). */
-void cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
+void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
                           gpt2c_format fb, int N, int IC, int OC);
 
 #endif

@@ -32,7 +32,12 @@ static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C,
     for (int r = 0; r < 6; r++)
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6, 64, kern_dp_6x64};
+/* the fp32 GEMM's in-register 16x16 transpose moves 32-bit words as they are */
+static void pack_words(float *dst, const float *src, long ld, int nb, int kc, int NR) {
+    gpt2c_gemm_kernel_avx512.pack_bt(dst, src, ld, nb, kc, NR);
+}
+
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6, 64, kern_dp_6x64, pack_words};
 
 static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                           const float *bias) {
@@ -59,4 +64,4 @@ static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C
     for (int r = 0; r < 6; r++)
         for (int v = 0; v < 2; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gemm_bf16_kernel_avx512f = {"avx512f", 6, 32, kern_fma_6x32};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f", 6, 32, kern_fma_6x32, pack_words};

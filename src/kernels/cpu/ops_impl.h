@@ -14,6 +14,7 @@
 
 /* compiled with -fno-math-errno (CMakeLists.txt): sqrtf in a loop vectorises */
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"
 
 #define LN_EPS 1e-5f
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -182,18 +183,33 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
 
 /* ---- matmul (the GEMM of gemm.c) ------------------------------------------------- */
 
-/* f32 weights (the table's formats mask says so; others go to ref) */
+/* f32 and bf16 weights (the table's formats mask says so; others go to ref).
+ * A bf16 weight makes every GEMM of its layer a bf16 one (gemm_bf16.h: the
+ * fp32 activations and gradients rounded to bf16 as they are packed, fp32
+ * accumulation), the weight gradient included. */
 static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N, int IC,
                            int OC) {
+    if (wt->fmt == GPT2C_FMT_BF16) {
+        const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {wt->data, GPT2C_FMT_BF16, 1, IC};
+        gpt2c_cpu_gemm_bf16(OPS_ISA, N, OC, IC, a, b, out, OC, bias, 0);
+        return;
+    }
     const float *w = (const float *)wt->data;
     gpt2c_cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
 }
 
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                             const gpt2c_tensor *wt, int N, int IC, int OC) {
-    const float *w = (const float *)wt->data;
-    if (dinp) gpt2c_cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
-    if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+    if (wt->fmt == GPT2C_FMT_BF16) {
+        const gemm_operand d = {dout, GPT2C_FMT_F32, OC, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
+        const gemm_operand dt = {dout, GPT2C_FMT_F32, 1, OC}, x = {inp, GPT2C_FMT_F32, IC, 1};
+        if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+        if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, 1);
+    } else {
+        const float *w = (const float *)wt->data;
+        if (dinp) gpt2c_cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
+        if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+    }
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)

@@ -1,0 +1,123 @@
+/* `gpt2c bench attention`: the inference attention over the KV cache, fused
+ * (the cpu table's attention_kv_range: a block of <= 4 queries at a time,
+ * scores for one block only, O(T) scratch per thread, never a T x T matrix)
+ * against the unfused way (per head: S = Q K^T with the cpu GEMM (gpt2c_cpu_gemm), causal
+ * softmax over the materialised T x T scores, O = P V with the GEMM), at a
+ * prefill of T tokens and one decode step after them.  GPT-2 124M's layer
+ * shape (12 heads of 64) unless told otherwise; medians of --runs. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/bench.h"
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/kernels.h"
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* fused: tasks (h, t) in chunks of 4 queries, split over the threads as src/infer does */
+static void fused(const gpt2c_kernels *k, float *out, const float *q, const float *kc, const float *vc, int Tq, int pos0,
+                  int ctx, int C, int NH) {
+    const int pos[1] = {pos0};
+    const long tasks = (long)NH * Tq, step = Tq > 1 ? 4 : 1;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long t0 = 0; t0 < tasks; t0 += step)
+        k->attention_kv_range(out, q, (size_t)3 * C, kc, vc, pos, 1, Tq, ctx, C, NH, t0, t0 + step < tasks ? t0 + step : tasks);
+}
+
+/* unfused: S (NH, T, T) materialised */
+static void unfused(gpt2c_isa isa, float *out, const float *q, const float *kc, const float *vc, float *S, int T, int ctx,
+                    int C, int NH) {
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    for (int h = 0; h < NH; h++) {
+        float *Sh = S + (size_t)h * T * T;
+        /* S (T, T) = Q_h (T, hs) K_h^T: the cache holds K_h as (hs, ctx) */
+        gpt2c_cpu_gemm(isa, T, T, hs, q + h * hs, 3L * C, 1, kc + (size_t)h * hs * ctx, ctx, 1, Sh, T, NULL, 0);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < T; i++) { /* causal softmax of row i over keys 0..i */
+            float *r = Sh + (size_t)i * T, mx = -INFINITY, sum = 0.0f;
+            for (int j = 0; j <= i; j++) mx = fmaxf(mx, r[j] * scale);
+            for (int j = 0; j <= i; j++) sum += (r[j] = expf(r[j] * scale - mx));
+            for (int j = 0; j <= i; j++) r[j] /= sum;
+            for (int j = i + 1; j < T; j++) r[j] = 0.0f;
+        }
+        /* O_h (T, hs) = P (T, T) V_h (T, hs): the cache holds V_h as (ctx, hs) */
+        gpt2c_cpu_gemm(isa, T, hs, T, Sh, T, 1, vc + (size_t)h * ctx * hs, hs, 1, out + h * hs, C, NULL, 0);
+    }
+}
+
+int bench_attention(int argc, char **argv) {
+    int C = 768, NH = 12, threads = 0, runs = 5;
+    cli_intlist Ts = {{64, 256, 1024}, 3};
+    cli_opt opts[] = {
+        {"--seq", CLI_INTLIST, &Ts, "prefill lengths T [64,256,1024]", 0, 0},
+        {"--embd", CLI_INT, &C, "channels [768]", 1, 16384},
+        {"--heads", CLI_INT, &NH, "heads [12]", 1, 1024},
+        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
+        {"--runs", CLI_INT, &runs, "timed runs; medians are reported [5]", 1, 1000},
+    };
+    int rc = cli_parse("bench attention", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (rc) return rc;
+    if (C % NH) return cli_error("bench attention", "--embd %d is not a multiple of --heads %d", C, NH);
+    const int nthreads = gpt2c_set_threads(threads);
+    const gpt2c_kernels *k = NULL;
+    if (gpt2c_kernels_get("cpu", &k) != GPT2C_OK) return cli_fail_status("bench attention");
+    const gpt2c_isa isa = gpt2c_cpu_isa();
+    printf("attention over the KV cache, %d heads of %d, %d threads (%s); medians of %d runs\n", NH, C / NH, nthreads,
+           gpt2c_isa_name(isa), runs);
+    printf("%6s  %14s  %14s  %8s  %16s  %16s  %12s\n", "T", "fused ms", "unfused ms", "speedup", "fused scratch",
+           "unfused scores", "decode ms");
+    for (int ti = 0; ti < Ts.n; ti++) {
+        const int T = Ts.items[ti], ctx = T + 1;
+        if (T < 1 || T > 4095) {
+            printf("%6d  (skipped: T must be in [1, 4095])\n", T);
+            continue;
+        }
+        gpt2c_rng r;
+        gpt2c_rng_seed(&r, 5, (uint64_t)T);
+        float *q = malloc(sizeof(float) * (size_t)(T + 1) * 3 * C), *kc = malloc(sizeof(float) * (size_t)C * ctx);
+        float *vc = malloc(sizeof(float) * (size_t)C * ctx), *o1 = malloc(sizeof(float) * (size_t)T * C);
+        float *o2 = malloc(sizeof(float) * (size_t)T * C), *S = malloc(sizeof(float) * (size_t)NH * T * T);
+        double *tf = malloc(sizeof(double) * runs), *tu = malloc(sizeof(double) * runs), *td = malloc(sizeof(double) * runs);
+        if (!q || !kc || !vc || !o1 || !o2 || !S || !tf || !tu || !td) {
+            free(q), free(kc), free(vc), free(o1), free(o2), free(S), free(tf), free(tu), free(td);
+            return cli_error("bench attention", "T=%d: out of memory", T);
+        }
+        for (size_t i = 0; i < (size_t)(T + 1) * 3 * C; i++) q[i] = gpt2c_rng_normal(&r);
+        for (size_t i = 0; i < (size_t)C * ctx; i++) kc[i] = gpt2c_rng_normal(&r), vc[i] = gpt2c_rng_normal(&r);
+        for (int run = -1; run < runs; run++) { /* run -1: warm-up */
+            uint64_t t0 = gpt2c_now_ns();
+            fused(k, o1, q, kc, vc, T, 0, ctx, C, NH);
+            uint64_t t1 = gpt2c_now_ns();
+            unfused(isa, o2, q, kc, vc, S, T, ctx, C, NH);
+            uint64_t t2 = gpt2c_now_ns();
+            fused(k, o1, q + (size_t)T * 3 * C, kc, vc, 1, T - 1, ctx, C, NH); /* one decode step at position T-1 */
+            uint64_t t3 = gpt2c_now_ns();
+            if (run >= 0) tf[run] = (t1 - t0) * 1e-6, tu[run] = (t2 - t1) * 1e-6, td[run] = (t3 - t2) * 1e-6;
+        }
+        /* the two agree (the same attention): check the prefill outputs once more */
+        fused(k, o1, q, kc, vc, T, 0, ctx, C, NH);
+        double maxd = 0, maxv = 1e-30;
+        for (size_t i = 0; i < (size_t)T * C; i++) {
+            maxd = fmax(maxd, fabs((double)o1[i] - o2[i]));
+            maxv = fmax(maxv, fabs((double)o2[i]));
+        }
+        qsort(tf, (size_t)runs, sizeof(double), cmp_double);
+        qsort(tu, (size_t)runs, sizeof(double), cmp_double);
+        qsort(td, (size_t)runs, sizeof(double), cmp_double);
+        const double mf = tf[runs / 2], mu = tu[runs / 2];
+        printf("%6d  %14.3f  %14.3f  %7.2fx  %12.1f KiB  %12.1f KiB  %12.4f   (max |diff| %.1e of %.1e)\n", T, mf, mu,
+               mu / mf, 4.0 * 4 * 4096 * nthreads / 1024.0, 4.0 * NH * T * T / 1024.0, td[runs / 2], maxd, maxv);
+        free(q), free(kc), free(vc), free(o1), free(o2), free(S), free(tf), free(tu), free(td);
+    }
+    return 0;
+}
