@@ -3,19 +3,32 @@
 #ifndef GPT2C_FUZZ_UTIL_H
 #define GPT2C_FUZZ_UTIL_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+static char fuzz_dir_path[256];
+
+static inline int fuzz_rm(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static inline void fuzz_cleanup(void) { nftw(fuzz_dir_path, fuzz_rm, 8, FTW_DEPTH | FTW_PHYS); }
+
+/* Removed at exit (a crash leaves it for inspection). */
 static inline const char *fuzz_dir(void) {
-    static char dir[256];
-    if (!dir[0]) {
+    if (!fuzz_dir_path[0]) {
         const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/gpt2c_fuzz_XXXXXX", base && *base ? base : "/tmp");
-        if (!mkdtemp(dir)) abort();
+        snprintf(fuzz_dir_path, sizeof fuzz_dir_path, "%s/gpt2c_fuzz_XXXXXX", base && *base ? base : "/tmp");
+        if (!mkdtemp(fuzz_dir_path)) abort();
+        atexit(fuzz_cleanup);
     }
-    return dir;
+    return fuzz_dir_path;
 }
 
 /* dir/name; the returned buffer is one of 4 rotating static buffers. */

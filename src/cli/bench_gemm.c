@@ -85,7 +85,7 @@ int bench_gemm(int argc, char **argv) {
     };
     int rc = cli_parse("bench gemm", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status("bench gemm");
+    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_option("bench gemm", "--isa");
     gpt2c_format prec;
     if (gpt2c_format_parse(precision, &prec) != 0 || (prec != GPT2C_FMT_F32 && prec != GPT2C_FMT_BF16))
         return cli_error("bench gemm", "--precision: unknown value '%s' (fp32 or bf16)", precision);

@@ -84,7 +84,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     };
     int rc = cli_parse(what, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_status(what);
+    if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_option(what, "--isa");
     if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
 
     gpt2c_config cfg;

@@ -75,12 +75,12 @@ gpt2c_status gpt2c_cpu_force_isa(const char *name) {
     for (int i = 0; i <= GPT2C_ISA_AVX512; i++)
         if (strcmp(name, gpt2c_isa_name((gpt2c_isa)i)) == 0) {
             if (!gpt2c_cpu_has_isa((gpt2c_isa)i))
-                return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--isa: this CPU cannot run %s (best here: %s)", name,
+                return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "ISA %s: this CPU cannot run it (best here: %s)", name,
                                   gpt2c_isa_name(gpt2c_cpu_best_isa()));
             g_forced = i;
             return GPT2C_OK;
         }
-    return gpt2c_fail(GPT2C_ERR_ARG, "--isa: unknown ISA '%s' (auto, avx512, avx2, scalar)", name);
+    return gpt2c_fail(GPT2C_ERR_ARG, "unknown ISA '%s' (auto, avx512, avx2, scalar)", name);
 }
 
 gpt2c_isa gpt2c_cpu_isa(void) {
