@@ -177,13 +177,13 @@ static void bad_files(void) {
 }
 
 int main(void) {
+#ifndef GPT2C_HAVE_JANSSON
+    tu_skip("built without jansson: quantized safetensors files cannot be written or read");
+#endif
     snprintf(tmpdir, sizeof tmpdir, "/tmp/gpt2c_test_quant_model_%d", (int)getpid());
     char cmd[300];
     snprintf(cmd, sizeof cmd, "mkdir -p %s", tmpdir);
     if (system(cmd) != 0) tu_skip("cannot make a temporary folder");
-    gpt2c_st_writer *probe;
-    if (gpt2c_st_writer_new(&probe) != GPT2C_OK) tu_skip("built without safetensors support (jansson)");
-    gpt2c_st_writer_free(probe);
     one_format(GPT2C_FMT_Q8);
     one_format(GPT2C_FMT_Q4);
     one_format(GPT2C_FMT_NF4);
