@@ -45,9 +45,9 @@ static void check_case(const char *expected, double s, gpt2c_prune_scope scope, 
 }
 
 int main(void) {
-    gpt2c_st_writer *probe = NULL;
-    if (gpt2c_st_writer_new(&probe) != GPT2C_OK) tu_skip("built without safetensors support (jansson)");
-    gpt2c_st_writer_free(probe);
+#ifndef GPT2C_HAVE_JANSSON
+    tu_skip("built without jansson: the safetensors fixtures cannot be read");
+#endif
 
     /* 6144 linear weights: global round(0.6 * 6144) = 3686; per matrix round(0.7 n) */
     check_case("pruned_global_0.6.safetensors", 0.6, GPT2C_PRUNE_GLOBAL, GPT2C_PRUNE_UNSTRUCTURED, 3686);
