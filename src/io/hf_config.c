@@ -11,9 +11,21 @@
 
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
+#include "io/io_internal.h"
 
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
+
+gpt2c_status gpt2c_io_json_read(const char *path, json_t **root) {
+    void *buf;
+    size_t size;
+    GPT2C_TRY(gpt2c_read_file(path, &buf, &size));
+    json_error_t jerr;
+    *root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &jerr);
+    free(buf);
+    if (!*root) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
+    return GPT2C_OK;
+}
 
 static const char *json_type_name(const json_t *v) {
     switch (json_typeof(v)) {
@@ -115,13 +127,8 @@ gpt2c_status gpt2c_hf_config_read(const char *path, gpt2c_hf_config *hc) {
     hc->layer_norm_epsilon = 1e-5;
     hc->bos_token_id = hc->eos_token_id = -1;
 #ifdef GPT2C_HAVE_JANSSON
-    void *buf;
-    size_t size;
-    GPT2C_TRY(gpt2c_read_file(path, &buf, &size));
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &jerr);
-    free(buf);
-    if (!root) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: not valid JSON: %s (line %d)", path, jerr.text, jerr.line);
+    json_t *root;
+    GPT2C_TRY(gpt2c_io_json_read(path, &root));
     gpt2c_status st = parse_config(path, root, hc);
     json_decref(root);
     return st;

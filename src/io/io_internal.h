@@ -34,4 +34,11 @@ gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *s, const char *config_json, g
 #define GPT2C_ST_ADAM_V "gpt2c.adamw.v"
 #define GPT2C_ST_OPT_STEP "gpt2c.opt_step"
 
+#ifdef GPT2C_HAVE_JANSSON
+#include <jansson.h>
+/* Reads and parses the JSON file at path (duplicate keys refused); on failure a
+ * one-line error names the file and the line. The caller json_decref()s *root. */
+gpt2c_status gpt2c_io_json_read(const char *path, json_t **root);
+#endif
+
 #endif

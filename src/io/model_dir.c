@@ -49,13 +49,8 @@ static int plain_name(const char *s) {
 /* Opens every shard the index names (each once) and checks that each tensor
  * of the weight map is in the shard the map gives. */
 static gpt2c_status open_index(const char *dir, const char *index, gpt2c_st_set *s) {
-    void *buf;
-    size_t size;
-    GPT2C_TRY(gpt2c_read_file(index, &buf, &size));
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, size, JSON_REJECT_DUPLICATES, &jerr);
-    free(buf);
-    if (!root) return gpt2c_fail(GPT2C_ERR_FORMAT, "%s: not valid JSON: %s (line %d)", index, jerr.text, jerr.line);
+    json_t *root;
+    GPT2C_TRY(gpt2c_io_json_read(index, &root));
     json_t *map = json_object_get(root, "weight_map");
     gpt2c_status st = GPT2C_OK;
     const char **names = NULL; /* shard file name of files[i] */
