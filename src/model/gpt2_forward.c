@@ -2,19 +2,26 @@
  * profiler scope.  Shapes: N = B*T rows, C channels, L layers, Vp padded vocab. */
 #include <string.h>
 
+#include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
 #include "model/memspace.h"
+#include "train/qlora.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter (or the tensor, for non-layer ones), and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
-#define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
-/* a matmul on k, or on ref when k does not take the weight's format */
+#define W(id, l) gpt2c_qlora_weight(m, GPT2C_P_##id, l) /* the slab's view, or a QLoRA base's quantized one */
+/* a matmul on k, or on ref when k does not take the weight's format; a QLoRA
+ * base's quantized weight through the fused dequantizing kernel */
 #define MATMUL(out, inp, w, bias, N, IC, OC)                                                                           \
-    GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC)
+    (gpt2c_format_is_quantized((w).fmt)                                                                                \
+         ? gpt2c_qlora_matmul_forward(out, inp, &(w), bias, N, IC, OC)                                                 \
+         : GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC))
+/* then the site's LoRA adapter, if any: out += scale * dropout(inp) A^T B^T */
+#define LORA(site, l, out, inp, N) (m->lora ? gpt2c_lora_forward(m, GPT2C_LORA_##site, l, out, inp, N) : (void)0)
 
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T) {
     if (B <= 0 || T <= 0)
@@ -55,37 +62,39 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
     GPT2C_TRY(gpt2c_mem_upload(k, a->tokens, tokens, sizeof(int32_t) * N));
     if (targets) GPT2C_TRY(gpt2c_mem_upload(k, a->targets, targets, sizeof(int32_t) * N));
 
+    const gpt2c_tensor *qwte = gpt2c_qlora_wte(m); /* a QLoRA base's quantized embedding: rows dequantized */
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_fwd(N, C),
-       k->encoder_forward(a->encoded, a->tokens, P(WTE, 0), P(WPE, 0), B, T, C));
+       qwte ? gpt2c_qlora_encoder_forward(a->encoded, a->tokens, qwte, P(WPE, 0), B, T, C)
+            : k->encoder_forward(a->encoded, a->tokens, P(WTE, 0), P(WPE, 0), B, T, C));
     OP(GPT2C_OP_LAYERNORM, 0, cost_layernorm_fwd(N, C),
        k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, P(LN1W, 0), P(LN1B, 0), N, C));
 
     for (int l = 0; l < L; l++) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
-        float *ln1 = a->ln1 + l * sN * C, *qkv = a->qkv + l * sN * 3 * C, *atty = a->atty + l * sN * C;
-        float *state = a->att_state + l * S, *res2 = a->residual2 + l * sN * C, *ln2 = a->ln2 + l * sN * C;
-        float *fch = a->fch + l * sN * 4 * C, *fch_gelu = a->fch_gelu + l * sN * 4 * C;
+        float *ln1 = a->ln1 + l * a->ln1_ls, *qkv = a->qkv + l * sN * 3 * C, *atty = a->atty + l * sN * C;
+        float *state = a->att_state + l * S, *res2 = a->residual2 + l * sN * C, *ln2 = a->ln2 + l * a->ln2_ls;
+        float *fch = a->fch + l * sN * 4 * C, *fch_gelu = a->fch_gelu + l * a->fchg_ls;
         float *res3 = a->residual3 + l * sN * C;
         /* the layernorm after this block: next block's ln1, or the final one */
         int last = l == L - 1;
-        float *next_ln = last ? a->lnf : a->ln1 + (l + 1) * sN * C;
+        float *next_ln = last ? a->lnf : a->ln1 + (l + 1) * a->ln1_ls;
         float *next_mean = last ? a->lnf_mean : a->ln1_mean + (l + 1) * sN;
         float *next_rstd = last ? a->lnf_rstd : a->ln1_rstd + (l + 1) * sN;
         const float *next_w = last ? P(LNFW, 0) : P(LN1W, l + 1);
         const float *next_b = last ? P(LNFB, 0) : P(LN1B, l + 1);
         const gpt2c_tensor qkvw = W(QKVW, l), attprojw = W(ATTPROJW, l), fcw = W(FCW, l), fcprojw = W(FCPROJW, l);
 
-        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(N, C, 3 * C, qkvw.fmt), MATMUL(qkv, ln1, qkvw, P(QKVB, l), N, C, 3 * C));
+        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(N, C, 3 * C, qkvw.fmt), (MATMUL(qkv, ln1, qkvw, P(QKVB, l), N, C, 3 * C), LORA(C_ATTN, l, qkv, ln1, N)));
         OP(GPT2C_OP_ATTENTION, l, cost_attention_fwd(B, T, C, NH, S), k->attention_forward(atty, state, qkv, B, T, C, NH));
         OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(N, C, C, attprojw.fmt),
-           MATMUL(a->proj, atty, attprojw, P(ATTPROJB, l), N, C, C));
+           (MATMUL(a->proj, atty, attprojw, P(ATTPROJB, l), N, C, C), LORA(ATTN_C_PROJ, l, a->proj, atty, N)));
         OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
            k->residual_layernorm_forward(res2, ln2, a->ln2_mean + l * sN, a->ln2_rstd + l * sN, residual, a->proj,
                                          P(LN2W, l), P(LN2B, l), N, C));
-        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(N, C, 4 * C, fcw.fmt), MATMUL(fch, ln2, fcw, P(FCB, l), N, C, 4 * C));
+        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(N, C, 4 * C, fcw.fmt), (MATMUL(fch, ln2, fcw, P(FCB, l), N, C, 4 * C), LORA(C_FC, l, fch, ln2, N)));
         OP(GPT2C_OP_GELU, l, cost_gelu_fwd((double)N * 4 * C), k->gelu_forward(fch_gelu, fch, (size_t)N * 4 * C));
         OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(N, 4 * C, C, fcprojw.fmt),
-           MATMUL(a->proj, fch_gelu, fcprojw, P(FCPROJB, l), N, 4 * C, C));
+           (MATMUL(a->proj, fch_gelu, fcprojw, P(FCPROJB, l), N, 4 * C, C), LORA(MLP_C_PROJ, l, a->proj, fch_gelu, N)));
         OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
            k->residual_layernorm_forward(res3, next_ln, next_mean, next_rstd, res2, a->proj, next_w, next_b, N, C));
     }
