@@ -9,6 +9,7 @@
 #include "cli/bench.h"
 #include "cli/infer_common.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
 
@@ -45,10 +46,10 @@ int bench_generate(int argc, char **argv) {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
         {"--prompt-len", CLI_INT, &P, "prompt tokens prefilled in one pass [512]", 1, 1 << 20},
         {"--tokens", CLI_INT, &N, "decode steps per run [64]", 1, 1 << 20},
-        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
+        THREADS_ARG_OPT_STD(threads),
         {"--runs", CLI_INT, &runs, "timed runs; medians are reported [3]", 1, 1000},
-        {"--batch", CLI_INT, &batch, "sequences decoded together [1]", 1, 4096},
-        {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        BATCH_ARG_OPT(batch, "sequences decoded together", 4096),
+        BACKEND_ARG_OPT_STD(backend),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
         QUANT_ARG_OPT(quant),

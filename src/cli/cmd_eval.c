@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 
@@ -16,11 +17,11 @@ int cmd_eval(int argc, char **argv) {
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
         {"--data", CLI_STR, &data, "token shards: a file or a glob", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size (default 4)", 1, 1 << 20},
-        {"--seq", CLI_INT, &T, "sequence length (default 64)", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size", CLI_BATCH_MAX),
+        SEQ_ARG_OPT(T, "sequence length"),
         {"--batches", CLI_INT, &batches, "batches to evaluate (default: one pass over the data)", 0, 1 << 30},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        THREADS_ARG_OPT_STD(threads),
+        BACKEND_ARG_OPT_STD(backend),
         QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse("eval", argc, argv, opts, CLI_NOPTS(opts), NULL);

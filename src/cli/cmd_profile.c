@@ -10,6 +10,7 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
@@ -118,15 +119,15 @@ int cmd_profile(int argc, char **argv) {
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
-        {"--batch", CLI_INT, &B, "batch size B", 1, 1 << 16},
-        {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B", 1 << 16),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "training steps per trial", 1, 1 << 20},
         {"--trials", CLI_INT, &trials, "trials after warm-up (statistics over trials)", 1, 100000},
         {"--warmup", CLI_INT, &warmup, "warm-up steps, not recorded", 0, 1000},
-        {"--threads", CLI_INTLIST, &threads, "threads, or a sweep: 1,2,4 (default: all cores)", 1, 1024},
-        {"--backend", CLI_STR, &backends, "backend, or a sweep: cpu,blas", 0, 0},
+        THREADS_LIST_ARG_OPT(threads, "threads, or a sweep: 1,2,4 (default: all cores)"),
+        BACKEND_ARG_OPT(backends, "backend, or a sweep: cpu,blas"),
         {"--out", CLI_STR, &out, "output folder for trace.json, summary.json, ops.csv, report.html, *.svg", 0, 0},
-        {"--seed", CLI_LONG, &seed, "seed for the model and the batches", 0, 0},
+        SEED_ARG_OPT(seed, "seed for the model and the batches"),
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},

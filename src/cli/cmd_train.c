@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
@@ -268,8 +269,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
         MODEL_ARG_OPTS(ma),
         {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
         {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", 1, 1 << 20},
-        {"--seq", CLI_INT, &T, "sequence length T (default 64)", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", CLI_BATCH_MAX),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "total optimizer steps (default 50)", 0, 1 << 30},
         {"--lr", CLI_FLOAT, &lr, "peak learning rate (default 3e-4)", 0, 10},
         {"--schedule", CLI_STR, &schedule, "constant|cosine (default constant)", 0, 0},
@@ -284,10 +285,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--accum", CLI_INT, &accum, "gradient accumulation micro-steps (default 1)", 1, 1 << 20},
         {"--eval-every", CLI_INT, &eval_every, "validate every N steps, 0 = never (default 20)", 0, 1 << 30},
         {"--eval-batches", CLI_INT, &eval_batches, "validation batches (default 10)", 1, 1 << 30},
-        {"--seed", CLI_LONG, &seed, "seed for init and shuffling (default 1337)", 0, 9.2e18},
+        SEED_ARG_OPT(seed, "seed for init and shuffling"),
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores; under mpirun: cores / ranks on the machine)", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
+        BACKEND_ARG_OPT_STD(backend),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
