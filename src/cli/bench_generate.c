@@ -66,8 +66,8 @@ int bench_generate(int argc, char **argv) {
     }
     /* the weights' resident memory: what loading (and quantizing) left mapped */
     const double resident_mb = ((double)current_rss_bytes() - rss0) / 1e6;
-    const char *fmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : "f32";
-    const gpt2c_config *c = &m->cfg;
+    const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : "f32";
+    const gpt2c_config *c = gpt2c_model_config(m);
     if (P + N > c->max_seq_len) {
         gpt2c_model_free(m);
         return cli_error("bench generate", "--prompt-len %d + --tokens %d exceeds the model's context of %d", P, N,
@@ -118,7 +118,7 @@ int bench_generate(int argc, char **argv) {
     } else {
         const double prefill = median(pf, runs), decode = median(dc, runs);
         /* weights streamed per decode step (quantized: codes + scales) */
-        const double wbytes = m->qw ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)m->num_params;
+        const double wbytes = gpt2c_model_qweights(m) ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)gpt2c_model_num_params(m);
         const double step_s = batch / decode;
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
@@ -129,7 +129,7 @@ int bench_generate(int argc, char **argv) {
                    model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb);
         } else {
-            printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, m->num_params,
+            printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,

@@ -37,14 +37,14 @@ int cmd_eval(int argc, char **argv) {
         return rc;
     }
     /* a quantized model's loss is that of its dequantized weights */
-    const char *qfmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : NULL;
+    const char *qfmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : NULL;
     gpt2c_quant_dequantize_params(m);
     gpt2c_dataloader dl = {0};
     float loss = 0;
     int done = 0;
     rc = 1;
     if (gpt2c_model_set_backend(m, backend) == GPT2C_OK && gpt2c_model_prepare(m, B, T) == GPT2C_OK &&
-        gpt2c_dataloader_open(&dl, data, B, T, 0, 0, m->cfg.vocab_size) == GPT2C_OK &&
+        gpt2c_dataloader_open(&dl, data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size) == GPT2C_OK &&
         gpt2c_evaluate(m, &dl, batches, &loss, &done) == GPT2C_OK) {
         printf("loss %.6f  perplexity %.4f  (%d batches of %dx%d = %lld tokens)%s%s%s\n", loss, exp(loss), done, B, T,
                (long long)done * B * T, qfmt ? "  [" : "", qfmt ? qfmt : "", qfmt ? " weights, dequantized]" : "");

@@ -176,7 +176,7 @@ int cmd_generate(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    const int V = m->cfg.vocab_size, ctx = m->cfg.max_seq_len;
+    const int V = gpt2c_model_config(m)->vocab_size, ctx = gpt2c_model_config(m)->max_seq_len;
     if (tok && !vocab && prompt_ids && gpt2c_tokenizer_vocab_size(tok) > V) {
         gpt2c_tokenizer_free(tok); /* the default vocabulary does not fit this model: ids out */
         tok = NULL;

@@ -369,10 +369,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
     }
     gpt2c_model *m = J->m;
     gpt2c_model_set_threads(m, threads);
-    if (m->qw) /* quantized weights have no gradient: they are frozen bases */
+    if (gpt2c_model_qweights(m)) /* quantized weights have no gradient: they are frozen bases */
         return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
                          "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
-                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
     if (keep_sparsity) {
         if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status("train");
         cfg->keep_zero = J->keep_zero;
@@ -389,7 +389,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
-    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
+    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status("train");
     J->have_train = 1;
@@ -399,7 +399,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return cli_error("train", "--resume: %s: %s", resume, why);
     }
     if (val_data) {
-        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, m->cfg.vocab_size, ui->rank, ui->nranks) !=
+        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size, ui->rank, ui->nranks) !=
             GPT2C_OK)
             return cli_fail_status("train");
         J->have_val = 1;
@@ -433,8 +433,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
     }
     if (ui->rank == 0) {
         fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
-                loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
-                m->cfg.padded_vocab_size, m->num_params / 1e6);
+                loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
+                gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
         fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
                 gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
     }
