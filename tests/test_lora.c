@@ -12,6 +12,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/lora.h"
 #include "gpt2c/quant_model.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 #define BASE GPT2C_FIXTURES "/hf_dir"

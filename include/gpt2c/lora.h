@@ -39,8 +39,9 @@ typedef struct gpt2c_lora gpt2c_lora;
 
 /* PEFT's module name of site s ("c_attn", "attn.c_proj", "c_fc", "mlp.c_proj"). */
 const char *gpt2c_lora_site_name(int site);
-/* The parameter tensor (GPT2C_P_*) a site adapts. */
+/* The parameter tensor (GPT2C_P_*) a site adapts, and the site of a parameter tensor (-1: none). */
 int gpt2c_lora_site_param(int site);
+int gpt2c_lora_site_of_param(int id);
 /* "c_attn,attn.c_proj,c_fc,mlp.c_proj" (any subset; "c_proj" is both projections, as PEFT's suffix match;
  * "all" is every site) -> bit mask.  An unknown name fails naming it. */
 gpt2c_status gpt2c_lora_parse_targets(const char *list, unsigned *targets);

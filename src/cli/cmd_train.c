@@ -15,6 +15,7 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
@@ -309,8 +310,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--quant", CLI_STR, &quant, "with --lora-rank (QLoRA): quantize the frozen base on load: q8|q4|nf4", 0, 0},
         {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
         {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", 1, 1 << 20},
-        {"--seq", CLI_INT, &T, "sequence length T (default 64)", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", CLI_BATCH_MAX),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "total optimizer steps (default 50)", 0, 1 << 30},
         {"--lr", CLI_FLOAT, &lr, "peak learning rate (default 3e-4)", 0, 10},
         {"--schedule", CLI_STR, &schedule, "constant|cosine (default constant)", 0, 0},
@@ -325,10 +326,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--accum", CLI_INT, &accum, "gradient accumulation micro-steps (default 1)", 1, 1 << 20},
         {"--eval-every", CLI_INT, &eval_every, "validate every N steps, 0 = never (default 20)", 0, 1 << 30},
         {"--eval-batches", CLI_INT, &eval_batches, "validation batches (default 10)", 1, 1 << 30},
-        {"--seed", CLI_LONG, &seed, "seed for init and shuffling (default 1337)", 0, 9.2e18},
+        SEED_ARG_OPT(seed, "seed for init and shuffling"),
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores; under mpirun: cores / ranks on the machine)", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
+        BACKEND_ARG_OPT_STD(backend),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
@@ -429,10 +430,11 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_model *m = J->m;
     gpt2c_model_set_threads(m, threads);
     if ((rc = quant_arg_apply("train", quant, ma.model ? ma.model : "the model", m, 1))) return rc;
-    if (m->qw && !ui->lora) /* quantized weights have no gradient: they are frozen bases */
+    const struct gpt2c_qweights *qw = gpt2c_model_qweights(m);
+    if (qw && !ui->lora) /* quantized weights have no gradient: they are frozen bases */
         return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen; train "
                          "LoRA adapters on it (--lora-rank R: QLoRA) or train the fp32 checkpoint",
-                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(qw->fmt)->name);
     if (keep_sparsity) {
         if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status("train");
         cfg->keep_zero = J->keep_zero;
@@ -453,12 +455,12 @@ static int train_setup(int argc, char **argv, train_job *J) {
     } else if (la.rank && (rc = lora_arg_attach("train", &la, m, (uint64_t)seed))) {
         return rc;
     }
-    if (m->lora) { /* dropout on while training; a resumed run continues the masks where it stopped */
-        gpt2c_lora_set_training(m->lora, 1);
-        gpt2c_lora_set_dropout_seed(m->lora, (uint64_t)seed, (uint64_t)start_step * (uint64_t)accum);
+    if (gpt2c_model_lora(m)) { /* dropout on while training; a resumed run continues the masks where it stopped */
+        gpt2c_lora_set_training(gpt2c_model_lora(m), 1);
+        gpt2c_lora_set_dropout_seed(gpt2c_model_lora(m), (uint64_t)seed, (uint64_t)start_step * (uint64_t)accum);
     }
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
-    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
+    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status("train");
     J->have_train = 1;
@@ -468,7 +470,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return cli_error("train", "--resume: %s: %s", resume, why);
     }
     if (val_data) {
-        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, m->cfg.vocab_size, ui->rank, ui->nranks) !=
+        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size, ui->rank, ui->nranks) !=
             GPT2C_OK)
             return cli_fail_status("train");
         J->have_val = 1;
@@ -502,16 +504,17 @@ static int train_setup(int argc, char **argv, train_job *J) {
     }
     if (ui->rank == 0) {
         fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
-                loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
-                m->cfg.padded_vocab_size, m->num_params / 1e6);
-        if (m->lora) {
-            const gpt2c_lora_cfg *lc = gpt2c_lora_config(m->lora);
+                loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
+                gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
+        gpt2c_lora *lora = gpt2c_model_lora(m);
+        if (lora) {
+            const gpt2c_lora_cfg *lc = gpt2c_lora_config(lora);
             char targets[128];
             gpt2c_lora_targets_str(lc->targets, targets, sizeof targets);
             fprintf(stderr, "gpt2c train: LoRA rank %d, alpha %g, dropout %g on %s: %.3fM trainable parameters, base "
                     "frozen%s%s\n", lc->rank, (double)lc->alpha, (double)lc->dropout, targets,
-                    gpt2c_lora_num_params(m->lora) / 1e6, m->qw ? " and quantized " : "",
-                    m->qw ? gpt2c_format_get(m->qw->fmt)->name : "");
+                    gpt2c_lora_num_params(lora) / 1e6, qw ? " and quantized " : "",
+                    qw ? gpt2c_format_get(qw->fmt)->name : "");
         }
         fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
                 gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
@@ -570,9 +573,10 @@ static int train_run(train_job *J) {
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
         const double n = s.steps > 0 ? s.steps : 1;
         const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
-        fprintf(stderr, "gpt2c train: rank %d: %d steps, all-reduce %.1f MiB/step over %.1f ms/step, waited for "
+        fprintf(stderr, "gpt2c train: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
                 "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f ms/step, "
-                "peak RSS %.2f GiB\n", ui->rank, s.steps, s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
+                "peak RSS %.2f GiB\n", ui->rank, s.steps, s.reduce_scatter ? "reduce-scatter" : "all-reduce",
+                s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
                 s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
                 gpt2c_peak_rss_bytes() / 1073741824.0);
     }

@@ -18,6 +18,7 @@
 
 #include "gpt2c/io.h"
 #include "gpt2c/lora.h"
+#include "model/model_internal.h"
 #include "io/io_internal.h"
 
 #define ADAPTER_CONFIG "adapter_config.json"

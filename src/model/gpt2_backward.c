@@ -5,6 +5,7 @@
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
+#include "model/model_internal.h"
 #include "train/qlora.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
@@ -33,7 +34,7 @@ void gpt2c_model_zero_grad(gpt2c_model *m) {
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     if (!m->acts || !m->have_targets)
         return gpt2c_fail(GPT2C_ERR_ARG, "backward: needs a forward pass with targets first");
-    if (!m->grads_mem && m->num_frozen < GPT2C_NUM_PARAM_TENSORS) { /* all frozen (LoRA): no gradient slab */
+    if (!m->grads_mem) { /* none when everything is frozen (LoRA) */
         GPT2C_TRY(gpt2c_model_alloc_grads(m));
     }
     gpt2c_threads_use(m->threads);

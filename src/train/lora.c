@@ -13,6 +13,7 @@
  *   backward  g = dY B; dB += dY^T t      g *= scale
  *             dA += g^T xd;  dx += mask/(1-p) * (g A) */
 #include "gpt2c/lora.h"
+#include "model/model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +53,11 @@ const char *gpt2c_lora_site_name(int site) {
     return site >= 0 && site < GPT2C_LORA_NUM_SITES ? SITE_NAME[site] : "?";
 }
 int gpt2c_lora_site_param(int site) { return SITE_PARAM[site]; }
+int gpt2c_lora_site_of_param(int id) {
+    for (int s = 0; s < GPT2C_LORA_NUM_SITES; s++)
+        if (SITE_PARAM[s] == id) return s;
+    return -1;
+}
 
 gpt2c_status gpt2c_lora_parse_targets(const char *list, unsigned *targets) {
     *targets = 0;

@@ -10,6 +10,7 @@
 
 #include "gpt2c/cpu.h"
 #include "gpt2c/lora.h"
+#include "model/model_internal.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
 #include "kernels/cpu/gemm.h"
