@@ -56,6 +56,23 @@ check "QLoRA: train --quant nf4 --lora-rank trains adapters over the nf4 base" \
     --lora-rank 2 --save "$W/q2" 2>/dev/null || fail=1
 check "QLoRA: train --model QUANTIZED.safetensors --lora-rank" '[ -s "$W/q2/adapter_model.safetensors" ]'
 
+# --adapter (unmerged) = the merged checkpoint: eval's loss, generate's greedy tokens
+"$G" merge --model "$BASE" --adapter "$W/full" --out "$W/merged.safetensors" >/dev/null || fail=1
+E=(eval --data "$W/d.bin" --batch 2 --seq 12 --batches 3 --threads 1)
+l1=$("$G" "${E[@]}" --model "$BASE" --adapter "$W/full" | awk '{print $2}')
+l2=$("$G" "${E[@]}" --model "$W/merged.safetensors" | awk '{print $2}')
+l0=$("$G" "${E[@]}" --model "$BASE" | awk '{print $2}')
+check "eval --adapter equals eval of the merged file ($l1 vs $l2), and differs from the base ($l0)" \
+    'awk -v a="$l1" -v b="$l2" -v c="$l0" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5 && a != c) }"'
+GEN=(generate --prompt-ids 1,2,3,4 --max-tokens 8 --temperature 0 --threads 1)
+g1=$("$G" "${GEN[@]}" --model "$BASE" --adapter "$W/full" 2>/dev/null)
+g2=$("$G" "${GEN[@]}" --model "$W/merged.safetensors" 2>/dev/null)
+check "generate --adapter (greedy) equals the merged model's tokens" '[ -n "$g1" ] && [ "$g1" = "$g2" ]'
+# prune the adapter 80%: an adapter directory that loads again
+"$G" prune --model "$BASE" --adapter "$W/full" --target lora --sparsity 0.8 --out "$W/pruned" >"$W/plog" || fail=1
+check "prune --target lora: 80% of the adapter weights zero, the pruned adapter evaluates" \
+    'grep -qE "zero \((79\.9|80\.0)" "$W/plog" && "$G" "${E[@]}" --model "$BASE" --adapter "$W/pruned" >/dev/null'
+
 # bad input: one line, non-zero exit, nothing overwritten
 cp -r "$W/full" "$W/keep"
 bad "unknown target module" "q_proj" "${T[@]}" --steps 1 --lora-rank 4 --lora-targets c_attn,q_proj --save "$W/keep"
@@ -66,6 +83,12 @@ bad "resume an adapter on another base" "shape" train --model "$W/b64.safetensor
     --seq 12 --steps 8 --resume "$W/keep" --save "$W/keep"
 bad "resume an adapter without its base" "give its base model with --model" train --data "$W/d.bin" --steps 8 \
     --resume "$W/keep"
+echo keep > "$W/exists.safetensors"
+bad "merge: adapter on another base" "shape" merge --model "$W/b64.safetensors" --adapter "$W/full" --out "$W/exists.safetensors"
+bad "merge: a quantized base" "quantized" merge --model "$W/b64q.safetensors" --adapter "$W/q2" --out "$W/exists.safetensors"
+bad "eval --adapter: not an adapter" "not a directory" eval --model "$BASE" --adapter "$W/d.bin" --data "$W/d.bin"
+bad "prune --target lora: sparsity 1" "outside" prune --model "$BASE" --adapter "$W/full" --target lora --sparsity 1 --out "$W/p2"
+check "... merge left --out as it was" '[ "$(cat "$W/exists.safetensors")" = keep ] && [ ! -e "$W/p2" ]'
 check "nothing overwritten by the refused runs" \
     'cmp -s "$W/full/adapter_model.safetensors" "$W/keep/adapter_model.safetensors" && [ ! -e "$W/x" ]'
 exit $fail

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpt2c/infer.h"
 #include "gpt2c/io.h"
 #include "gpt2c/lora.h"
+#include "gpt2c/prune.h"
 #include "gpt2c/quant_model.h"
 #include "model/model_internal.h"
 #include "testutil.h"
@@ -182,6 +184,59 @@ static void test_against_peft(const gpt2c_st_file *ref) {
     free(got);
 }
 
+/* inference (KV cache, stage executor) with the adapter unmerged: prefill of the
+ * first sequence's rows and then decode steps give the training forward's logits */
+static void test_inference(const gpt2c_st_file *ref) {
+    gpt2c_model *m = load_with_adapter(ADAPTER);
+    CHECK(m != NULL);
+    if (!m) return;
+    const gpt2c_st_tensor *tt = gpt2c_st_find(ref, "tokens");
+    const int T = (int)tt->shape[1], V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    const int32_t *tok = tt->data; /* sequence 0 */
+    int32_t row[64];
+    memcpy(row, tok, sizeof(int32_t) * T);
+    CHECK_OK(gpt2c_model_forward(m, row, NULL, 1, T, NULL));
+    float *want = malloc(sizeof(float) * T * Vp);
+    memcpy(want, gpt2c_model_logits(m), sizeof(float) * T * Vp);
+    gpt2c_infer *s = NULL;
+    CHECK_OK(gpt2c_infer_create(m, 1, T, 0, &s));
+    if (!s) return;
+    const int P = T / 2;
+    float *all = malloc(sizeof(float) * T * Vp);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, row, P, all));
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        if (t >= P) {
+            CHECK_OK(gpt2c_infer_decode(s, row + t));
+            memcpy(all + (size_t)t * Vp, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+        }
+        const double e = tu_max_rel_err(all + (size_t)t * Vp, want + (size_t)t * Vp, (size_t)V, 1e-3);
+        if (e > worst) worst = e;
+    }
+    CHECK_MSG(worst <= 1e-5, "inference with an unmerged adapter: logits rel err %.3g > 1e-5", worst);
+    printf("  inference (prefill %d + decode %d) with the adapter unmerged: logits max rel err %.3g vs the training "
+           "forward\n", P, T - P, worst);
+    gpt2c_infer_free(s);
+    free(all);
+    free(want);
+    gpt2c_model_free(m);
+}
+
+/* 80% global L1 pruning of the adapter matrices = torch.nn.utils.prune.global_unstructured */
+static void test_prune_lora(const gpt2c_st_file *ref) {
+    gpt2c_model *m = load_with_adapter(ADAPTER);
+    CHECK(m != NULL);
+    if (!m) return;
+    size_t zeros = 0, numel = 0;
+    CHECK_OK(gpt2c_prune_lora(m, 0.8, GPT2C_PRUNE_GLOBAL, GPT2C_PRUNE_UNSTRUCTURED, &zeros, &numel));
+    CHECK_MSG(zeros == 1638 && numel == 2048, "%zu of %zu zero, PyTorch 1638 of 2048", zeros, numel);
+    compare_matrices(ref, gpt2c_model_lora(m), "pruned.", 0, 0.0, "80% global L1 pruning (exact)");
+    CHECK_FAILS(gpt2c_prune_lora(m, 1.0, GPT2C_PRUNE_GLOBAL, GPT2C_PRUNE_UNSTRUCTURED, NULL, NULL), GPT2C_ERR_ARG);
+    CHECK_OK(gpt2c_prune_lora(m, 0.5, GPT2C_PRUNE_GLOBAL, GPT2C_PRUNE_2_4, &zeros, NULL)); /* r = 4 */
+    CHECK(zeros >= numel / 2);
+    gpt2c_model_free(m);
+}
+
 /* gpt2c's save and load: the same matrices, bit for bit; the optimizer state comes back */
 static void test_roundtrip(void) {
     gpt2c_model *m = load_with_adapter(ADAPTER);
@@ -346,6 +401,8 @@ int main(void) {
         return 1;
     }
     test_against_peft(ref);
+    test_inference(ref);
+    test_prune_lora(ref);
     gpt2c_st_close(ref);
     test_roundtrip();
     test_qlora();

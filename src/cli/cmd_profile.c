@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "gpt2c/cpu.h"
+#include "cli/lora_arg.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
@@ -111,7 +112,7 @@ static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, dou
 }
 
 int cmd_profile(int argc, char **argv) {
-    const char *out = NULL, *backends = "cpu";
+    const char *out = NULL, *backends = "cpu", *adapter = NULL;
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0;
@@ -133,6 +134,7 @@ int cmd_profile(int argc, char **argv) {
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
         {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
         {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
+        ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -169,7 +171,11 @@ int cmd_profile(int argc, char **argv) {
     gpt2c_model *m = NULL;
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
-    gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
+    if ((rc = adapter_arg_apply(CMD, adapter, m))) { /* its steps then train the adapter (QLoRA on a quantized base) */
+        gpt2c_model_free(m);
+        return rc;
+    }
+    if (!adapter) gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
     if (T > gpt2c_model_config(m)->max_seq_len) {
         gpt2c_model_free(m);
         return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, gpt2c_model_config(m)->max_seq_len);

@@ -215,6 +215,9 @@ static gpt2c_status move_slabs(gpt2c_model *m, const gpt2c_kernels *k) {
 }
 
 gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const gpt2c_kernels *k) {
+    if (m->lora && k->dev_alloc)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s': LoRA adapters run on host backends only (cpu, blas, ref)",
+                          k->name);
     if (k->dev_alloc != m->k->dev_alloc) {
         /* another memory: activations are dropped and re-planned there */
         int B = m->B, T = m->T, had = m->acts != NULL;

@@ -16,6 +16,8 @@ model of tests/fixtures/hf_dir, loaded from disk).
         after.<PEFT name>   every adapter matrix after 3 AdamW steps
                             (lr 1e-2, betas (0.9, 0.95), eps 1e-8, weight_decay 0.1, no clipping)
         merged.<HF name>    merge_and_unload()'s weights for two layers (Conv1D layout, (in, out))
+        pruned.<PEFT name>  the fixture adapter's matrices after
+                            torch.nn.utils.prune.global_unstructured(L1Unstructured, amount=0.8) over all of them
 
 Usage (from the repository root):  python tools/reference/lora_fixtures.py
 """
@@ -63,6 +65,7 @@ def main():
     cfg_path = out / "peft_adapter" / "adapter_config.json"
     c = json.loads(cfg_path.read_text())
     c["base_model_name_or_path"] = "tests/fixtures/hf_dir"
+    c["target_modules"] = sorted(c["target_modules"])  # a set in PEFT: fix the order
     cfg_path.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
 
     gt = torch.Generator().manual_seed(SEED + 2)
@@ -103,6 +106,16 @@ def main():
     for name in ("transformer.h.0.attn.c_attn.weight", "transformer.h.1.mlp.c_proj.weight",
                  "transformer.h.1.attn.c_proj.weight", "transformer.h.0.mlp.c_fc.weight"):
         ref["merged." + name] = sd[name].detach().contiguous()
+    # 80% global L1 pruning of the adapter matrices (as saved), as torch.nn.utils.prune does it
+    import torch.nn.utils.prune as tprune
+    base3 = GPT2LMHeadModel.from_pretrained(str(REPO / "tests" / "fixtures" / "hf_dir")).to(torch.float32)
+    pm = PeftModel.from_pretrained(base3, str(out / "peft_adapter"))
+    mods = [(mod, "weight") for name, mod in pm.named_modules()
+            if (name.endswith("lora_A.default") or name.endswith("lora_B.default"))]
+    tprune.global_unstructured(mods, pruning_method=tprune.L1Unstructured, amount=0.8)
+    for name, mod in pm.named_modules():
+        if name.endswith("lora_A.default") or name.endswith("lora_B.default"):
+            ref["pruned." + peft_name(name) + ".weight"] = (mod.weight_orig * mod.weight_mask).detach().contiguous()
     save_file({k: v.contiguous() for k, v in ref.items()}, str(out / "lora_ref.safetensors"),
               metadata={"source": "tools/reference/lora_fixtures.py", "lr": str(LR), "betas": str(BETAS),
                         "eps": str(EPS), "weight_decay": str(WD), "steps": str(STEPS)})
