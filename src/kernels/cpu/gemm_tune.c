@@ -43,8 +43,14 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
     snprintf(path, n, "%s/gemm.json", dir);
 }
 
+#ifndef GPT2C_BUILD_TYPE
+#define GPT2C_BUILD_TYPE "unknown"
+#endif
+/* signature | kernel | threads | build (CMake sets GPT2C_BUILD_TYPE: an ASan
+ * build's timings must not choose a Release build's blocking) */
 static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name, omp_get_max_threads());
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
+             omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
 #ifdef GPT2C_HAVE_JANSSON
