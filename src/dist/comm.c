@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dist/dist_internal.h"
+#include "model/model_internal.h"
 
 int gpt2c_dist_launched(void) {
     /* Open MPI, MPICH / Intel MPI (PMI), PMIx launchers, Slurm's srun */

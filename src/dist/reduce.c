@@ -14,6 +14,7 @@
 
 #include "dist/dist_internal.h"
 #include "kernels/kernels.h"
+#include "model/model_internal.h"
 
 /* A slice at least this big is reduced in place as its own message; smaller
  * ones (biases, layernorms) are packed into buckets of opts.bucket_floats. */

@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "model/costs.h"
 #include "model/memspace.h"
+#include "model/model_internal.h"
 
 /* rank r's part of n floats: equal parts of whole 64-byte lines */
 static void part(size_t n, int size, int r, size_t *lo, size_t *hi) {
