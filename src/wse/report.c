@@ -31,10 +31,10 @@ static void compute_totals(const gpt2c_wse_result *r, totals *t) {
         if (pe->sram_used || pe->busy || pe->color_mask) {
             t->used_pes++;
             t->sram_mean += pe->sram_used;
-            t->colors_mean += wse_colors_used(pe);
+            t->colors_mean += gpt2c_wse_colors_used(pe);
         }
         if (pe->sram_used > t->sram_max) t->sram_max = pe->sram_used;
-        if (wse_colors_used(pe) > t->colors_max) t->colors_max = wse_colors_used(pe);
+        if (gpt2c_wse_colors_used(pe) > t->colors_max) t->colors_max = gpt2c_wse_colors_used(pe);
         if (pe->busy / cyc > t->busy_max) t->busy_max = pe->busy / cyc;
         for (int d = 0; d < 4; d++) {
             double u = m->link_load[i * 4 + d] / cyc;
