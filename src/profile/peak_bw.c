@@ -101,6 +101,9 @@ gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
     size_t bytes = (size_t)8 * (size_t)(cs->l3 > 0 ? cs->l3 : 32l << 20) * (size_t)inst;
     if (bytes < ((size_t)256 << 20)) bytes = (size_t)256 << 20;
     if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
+    /* GPT2C_PEAK_ARRAY_MIB: another size (tests keep them small; the figure is then not a memory one) */
+    const char *e = getenv("GPT2C_PEAK_ARRAY_MIB");
+    if (e && atoi(e) >= 1 && atoi(e) <= 4096) bytes = (size_t)atoi(e) << 20;
     const size_t n = bytes / sizeof(float);
     float *x = alloc_probe(bytes), *y = alloc_probe(bytes), *z = alloc_probe(bytes);
     if (!x || !y || !z) {
