@@ -7,7 +7,9 @@
 # Usage: bench/gemm_speed.sh [NEW_GPT2C] [BEFORE_GPT2C]
 #   env: THREADS (default 0 = all cores), R rounds (3), REPS per GEMM (5),
 #        NS (256,1024), CPUTIME=1 (process CPU time: use with THREADS=1 on a
-#        shared machine), OUT (raw JSON, default out/gemm_speed)
+#        shared machine), OUT (raw JSON, default out/gemm_speed),
+#        SUMMARY_ONLY=1 (table the JSON already in OUT, run nothing)
+# Both builds' % of peak use the peak the new build measured in this sitting.
 # Needs python3 for the summary table only.
 set -euo pipefail
 NEW=${1:-build/gpt2c}
@@ -16,6 +18,7 @@ T=${THREADS:-0}
 R=${R:-3}
 OUT=${OUT:-out/gemm_speed}
 mkdir -p "$OUT"
+if [ "${SUMMARY_ONLY:-0}" != 1 ]; then
 extra=()
 [ "${CPUTIME:-0}" = 1 ] && extra+=(--cpu-time)
 { lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:|Stepping|^CPU\(s\)|L2|L3" || true; uptime; } | tee "$OUT/machine.txt"
@@ -35,6 +38,7 @@ for r in $(seq "$R"); do
     done
   done
 done
+fi
 python3 - "$OUT" "$R" <<'PY'
 import json, sys, statistics as st, glob, os
 out, R = sys.argv[1], int(sys.argv[2])
@@ -62,7 +66,7 @@ for p in ("fp32", "bf16"):
         row = f"| {k[0]} | {names.get((k[1], k[2]), k[1:3])} | {k[3]} | {g:.1f} | {100*g/pn:.1f} |"
         if do and k in do:
             go = st.median(x["cpu_gflops"] for x in do[k])
-            row += f" {go:.1f} | {100*go/po:.1f} | {g/go:.2f} |"
+            row += f" {go:.1f} | {100*go/pn:.1f} | {g/go:.2f} |"
         if p == "fp32":
             b = [x["blas_gflops"] for x in xs if "blas_gflops" in x]
             row += f" {st.median(b):.1f} | {100*st.median(b)/pn:.1f} |" if b else " - | - |"

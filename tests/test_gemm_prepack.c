@@ -48,9 +48,9 @@ static void layer(const gemm_bf16_isa_kernel *kk, gemm_bf16_blocking bl, int nth
     gpt2c_cpu_gemm_bf16_with(kk, OC, IC, N, dt, xb, dW, IC, NULL, 1);
     omp_set_num_threads(keep_nth);
     gpt2c_cpu_gemm_bf16_set_blocking(keep);
-    ref_gemm_bf16(N, OC, IC, X, IC, 1, Wr, 1, IC, rout, OC, bias, 0);
-    ref_gemm_bf16(N, IC, OC, D, OC, 1, Wr, IC, 1, rdX, IC, NULL, 0);
-    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    gpt2c_ref_gemm_bf16(N, OC, IC, X, IC, 1, Wr, 1, IC, rout, OC, bias, 0);
+    gpt2c_ref_gemm_bf16(N, IC, OC, D, OC, 1, Wr, IC, 1, rdX, IC, NULL, 0);
+    gpt2c_ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
     char what[160];
     snprintf(what, sizeof what, "%s N=%d IC=%d OC=%d kc %d mc %d nc %d, %d threads", kk->name, N, IC, OC, bl.kc, bl.mc,
              bl.nc, nth);

@@ -95,6 +95,12 @@ int bench_gemm(int argc, char **argv) {
     int have_blas = 0;
 #ifdef GPT2C_HAVE_BLAS
     have_blas = !no_blas && !g_bf16; /* no cblas_sbgemm is used (none in Debian's OpenBLAS) */
+    /* loads the library (json or not) and names its core; a missing one drops the column */
+    const char *blas_desc = have_blas ? gpt2c_blas_describe() : "";
+    if (have_blas && strncmp(blas_desc, "unavailable", 11) == 0) {
+        if (!json) printf("  blas: %s\n", blas_desc);
+        have_blas = 0;
+    }
 #endif
     const int nt = gpt2c_set_threads(threads);
     const double peak = g_bf16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
@@ -120,16 +126,24 @@ int bench_gemm(int argc, char **argv) {
         else
             printf("  fp32 blocking kc %d (fixed: it sets the summation order) mc %d nc %d (from this core's L2)\n", GEMM_KC,
                    fmc, fnc);
-        if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());
 #ifdef GPT2C_HAVE_BLAS
+        if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: unavailable for bf16 (no cblas_sbgemm used)\n");
 #endif
         printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s | %9s %8s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms", "GFLOP/s",
                "best", "%peak", "blas_ms", "GFLOP/s", "%peak", "cpu/blas");
     } else {
-        printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},\"results\":[",
+        printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : GEMM_KC, g_bf16 ? bl.mc : fmc,
                g_bf16 ? bl.nc : fnc);
+#ifdef GPT2C_HAVE_BLAS
+        if (have_blas) {
+            printf("\"blas\":\"");
+            for (const char *c = blas_desc; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            printf("\",");
+        }
+#endif
+        printf("\"results\":[");
     }
     /* every cpu timing first, then every blas timing: OpenBLAS's threads spin
      * for a while after each call and would steal a core from the next cpu run */

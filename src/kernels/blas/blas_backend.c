@@ -190,6 +190,7 @@ const char *gpt2c_blas_describe(void) {
 }
 
 void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    if (!load()) return; /* callers learn why from gpt2c_blas_describe() first (bench gemm drops the column) */
     sync_threads();
     switch (op) {
     case GEMM_FWD: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;
