@@ -55,7 +55,7 @@ gpt2c_status gpt2c_wse_check_ref(gpt2c_wse_result *r, const gpt2c_model *model, 
                                  int *tokens_match) {
     *max_rel_err = -1;
     *tokens_match = -1;
-    if (!r->g.logits) return gpt2c_fail(GPT2C_ERR_ARG, "wse: no values to check in --values none");
+    if (!r->g.logits) return gpt2c_fail(GPT2C_ERR_ARG, "values: none were computed (nothing to check)");
     if (model->k && strcmp(model->k->name, "cuda") == 0)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "wse: the ref check needs host parameters");
     int T = r->cfg.seq, Vp = model->cfg.padded_vocab_size, V = model->cfg.vocab_size, N = r->cfg.decode;
