@@ -8,7 +8,9 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/infer_common.h"
+#include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
 
@@ -39,7 +41,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu", *quant = NULL;
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *precision = "fp32";
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -52,20 +54,22 @@ int bench_generate(int argc, char **argv) {
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
         QUANT_ARG_OPT(quant),
+        PRECISION_ARG_OPT(precision),
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    if ((rc = precision_arg_check("bench generate", precision, backend))) return rc;
     gpt2c_model *m = NULL;
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
     const int nthreads = gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply("bench generate", quant, model, m, 1)) {
+    if (quant_arg_apply("bench generate", quant, model, m, 1) || precision_arg_apply("bench generate", precision, m, 1)) {
         gpt2c_model_free(m);
         return 1;
     }
     /* the weights' resident memory: what loading (and quantizing) left mapped */
     const double resident_mb = ((double)current_rss_bytes() - rss0) / 1e6;
-    const char *fmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : "f32";
+    const char *fmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? "bf16" : "f32";
     const gpt2c_config *c = &m->cfg;
     if (P + N > c->max_seq_len) {
         gpt2c_model_free(m);
@@ -117,7 +121,7 @@ int bench_generate(int argc, char **argv) {
     } else {
         const double prefill = median(pf, runs), decode = median(dc, runs);
         /* weights streamed per decode step (quantized: codes + scales) */
-        const double wbytes = m->qw ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)m->num_params;
+        const double wbytes = m->qw ? (double)gpt2c_quant_weight_bytes(m) : (double)gpt2c_model_weight_bytes(m);
         const double step_s = batch / decode;
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
