@@ -23,6 +23,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/infer_bf16.h"
 #include "kernels/kernels.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 static float *rnd(size_t n, uint64_t seed) {

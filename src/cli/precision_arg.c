@@ -31,7 +31,7 @@ int precision_arg_apply(const char *cmd, const char *precision, gpt2c_model *m, 
     gpt2c_format p;
     if (gpt2c_precision_parse(precision, &p) != 0)
         return cli_error(cmd, "--precision '%s': unknown precision (fp32 or bf16)", precision ? precision : "");
-    if (p == GPT2C_FMT_F32 && !m->bf16_mem) return 0; /* the default: nothing to do */
+    if (p == GPT2C_FMT_F32 && gpt2c_model_precision(m) == GPT2C_FMT_F32) return 0; /* the default: nothing to do */
     if (gpt2c_model_set_precision(m, p) != GPT2C_OK) return cli_error(cmd, "--precision %s: %s", precision, gpt2c_errmsg());
     if (for_inference) gpt2c_model_release_fp32_weights(m);
     return 0;

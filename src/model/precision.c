@@ -12,6 +12,7 @@
 #include "gpt2c/quant_model.h"
 #include "kernels/bf16.h"
 #include "kernels/kernels.h"
+#include "model/model_internal.h"
 
 int gpt2c_precision_parse(const char *s, gpt2c_format *out) {
     if (!s) return -1;
