@@ -44,18 +44,19 @@ if [ "${MODEL:-1}" = 1 ]; then
   done
   python3 - "$J" <<'PY'
 import json, statistics, sys
-train = {"fp32": [], "bf16": []}; pre = {"fp32": [], "bf16": []}; dec = {"fp32": [], "bf16": []}; mem = {}
+train = {"fp32": [], "bf16": []}; cpu = {"fp32": [], "bf16": []}; pre = {"fp32": [], "bf16": []}; dec = {"fp32": [], "bf16": []}; mem = {}
 for line in open(sys.argv[1]):
     o = json.loads(line)
     if "results" in o:
         for r in o["results"]:
-            train[r["precision"]].append(r["median_ms"])
+            train[r["precision"]].append(r["median_ms"]); cpu[r["precision"]].append(r["cpu_ms_per_step"])
     else:
         p = "bf16" if o["format"] == "bf16" else "fp32"
         pre[p].append(o["prefill_tok_s"]); dec[p].append(o["decode_tok_s"]); mem[p] = o["weights_resident_mb"]
 med = lambda x: statistics.median(x) if x else float("nan")
 print("\nGPT-2 124M, medians of %d rounds            fp32        bf16   bf16/fp32" % len(train["fp32"]))
 print("training step B=4 T=64 (ms)   %10.1f  %10.1f   %.2fx time" % (med(train["fp32"]), med(train["bf16"]), med(train["bf16"]) / med(train["fp32"])))
+print("training step, CPU ms/step    %10.1f  %10.1f   %.2fx time (process CPU time, all threads)" % (med(cpu["fp32"]), med(cpu["bf16"]), med(cpu["bf16"]) / med(cpu["fp32"])))
 print("prefill (tok/s)               %10.1f  %10.1f   %.2fx speed" % (med(pre["fp32"]), med(pre["bf16"]), med(pre["bf16"]) / med(pre["fp32"])))
 print("decode (tok/s)                %10.1f  %10.1f   %.2fx speed" % (med(dec["fp32"]), med(dec["bf16"]), med(dec["bf16"]) / med(dec["fp32"])))
 print("weights resident (MB)         %10.1f  %10.1f   %.2fx" % (mem.get("fp32", 0), mem.get("bf16", 0), mem.get("bf16", 0) / max(mem.get("fp32", 1), 1e-9)))
