@@ -15,6 +15,8 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/quant_arg.h"
+#include "cli/precision_arg.h"
+#include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
@@ -298,7 +300,7 @@ static void train_free(train_job *J) {
 static int train_setup(int argc, char **argv, train_job *J) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
-    const char *backend = "cpu", *profile_out = NULL, *quant = NULL;
+    const char *backend = "cpu", *profile_out = NULL, *precision = "fp32", *quant = NULL;
     lora_arg la = LORA_ARG_DEFAULTS;
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
     int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1, keep_sparsity = 0;
@@ -330,6 +332,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
         BACKEND_ARG_OPT_STD(backend),
+        PRECISION_ARG_OPT(precision),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
@@ -340,6 +343,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--overlap", CLI_INT, &overlap, "under mpirun: 1 = all-reduce gradients during backward, 0 = after it (default 1)", 0, 1},
     };
     int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (!rc) rc = precision_arg_check("train", precision, backend);
     if (rc) return rc;
     int launched_size = 1;
     const int launched = launcher_rank(&launched_size) >= 0;
@@ -450,6 +454,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->profile_out = profile_out;
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
+    if ((rc = precision_arg_apply("train", precision, m, 0))) return rc;
     if (lora_resume) {
         if (gpt2c_peft_load(m, resume, 1, NULL, 0) != GPT2C_OK) return cli_fail_option("train", "--resume");
     } else if (la.rank && (rc = lora_arg_attach("train", &la, m, (uint64_t)seed))) {
@@ -516,8 +521,9 @@ static int train_setup(int argc, char **argv, train_job *J) {
                     gpt2c_lora_num_params(lora) / 1e6, qw ? " and quantized " : "",
                     qw ? gpt2c_format_get(qw->fmt)->name : "");
         }
-        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
-                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
+        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
+                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
+                gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
     cfg->on_checkpoint = save ? on_checkpoint : NULL;

@@ -2,6 +2,7 @@
  * accumulate (+=) into m->grads; activation gradients reuse a few buffers. */
 #include "gpt2c/lora.h"
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
@@ -12,7 +13,7 @@
 /* one layer's parameter, its gradient, and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
 #define G(id, l) (m->trainable[GPT2C_P_##id] ? gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l) : NULL) /* NULL: frozen */
-#define W(id, l) gpt2c_qlora_weight(m, GPT2C_P_##id, l) /* the slab's view, or a QLoRA base's quantized one */
+#define W(id, l) gpt2c_qlora_model_weight(m, GPT2C_P_##id, l) /* bf16 copy in bf16 precision; a QLoRA base's quantized view */
 /* a matmul's backward on k, or on ref when k does not take the weight's format;
  * through a QLoRA base's quantized (frozen) weight only the data gradient */
 #define MATMUL_BWD(dinp, dw, db, dout, inp, w, N, IC, OC)                                                              \

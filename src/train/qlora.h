@@ -9,6 +9,8 @@
 /* Parameter id's layer as training multiplies by it: the quantized view when m
  * is a QLoRA base (adapters on a quantized model), else the fp32 slab's view. */
 gpt2c_tensor gpt2c_qlora_weight(const gpt2c_model *m, int id, int layer);
+/* The same, else gpt2c_model_weight (the bf16 copy in bf16 precision). */
+gpt2c_tensor gpt2c_qlora_model_weight(const gpt2c_model *m, int id, int layer);
 /* The quantized token embedding of a QLoRA base, or NULL. */
 const gpt2c_tensor *gpt2c_qlora_wte(const gpt2c_model *m);
 /* out (N, OC) = inp (N, IC) w^T + bias, w block-quantized: the fused

@@ -12,6 +12,7 @@
 #include "gpt2c/lora.h"
 #include "model/model_internal.h"
 #include "gpt2c/quant.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
@@ -21,6 +22,11 @@ enum { QLORA_CHUNK = 64, QLORA_ROWS = 256 }; /* outputs per forward chunk; W row
 gpt2c_tensor gpt2c_qlora_weight(const gpt2c_model *m, int id, int layer) {
     const gpt2c_tensor *q = m->lora ? gpt2c_qweight(m, id, layer) : NULL;
     return q ? *q : gpt2c_param_view(m, m->params_mem, id, layer);
+}
+
+gpt2c_tensor gpt2c_qlora_model_weight(const gpt2c_model *m, int id, int layer) {
+    const gpt2c_tensor *q = m->lora ? gpt2c_qweight(m, id, layer) : NULL;
+    return q ? *q : gpt2c_model_weight(m, id, layer);
 }
 
 const gpt2c_tensor *gpt2c_qlora_wte(const gpt2c_model *m) { return m->lora ? gpt2c_qweight(m, GPT2C_P_WTE, 0) : NULL; }
