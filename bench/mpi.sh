@@ -9,6 +9,8 @@
 #   np2_b2_nooverlap  all buckets reduced after backward (--overlap 0)
 #   np2_b2_zero1      ZeRO-1: gradients reduce-scattered, parameters all-gathered
 #   np2_b2_zero1_ar   ZeRO-1 with the all-reduce (GPT2C_DIST_ZERO_ALLREDUCE=1)
+#   np2_b2_zero1_noov, np2_b2_zero1_ar_noov  the two with --overlap 0: the collective
+#                     alone after a barrier, so its time is not mixed with backward's
 #   np2_b2_ring       Open MPI's ring instead of its default (binomial tree) for
 #                     in-place MPI_Iallreduce (--mca coll_libnbc_iallreduce_algorithm 1)
 #   np2_b4            mpirun -np 2 x B=4: global batch 8 (weak scaling)
@@ -32,7 +34,7 @@ mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export GPT2C_DIST_STATS=1
 MPI=(mpirun --oversubscribe --bind-to none)
-ALL="p1_t2 np1_t1 np2_b2 np2_b2_wtelate np2_b2_nooverlap np2_b2_zero1 np2_b2_zero1_ar np2_b2_ring np2_b4"
+ALL="p1_t2 np1_t1 np2_b2 np2_b2_wtelate np2_b2_nooverlap np2_b2_zero1 np2_b2_zero1_ar np2_b2_zero1_noov np2_b2_zero1_ar_noov np2_b2_ring np2_b4"
 if [ "${SUMMARY_ONLY:-0}" != 1 ]; then
   { uname -a; lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:"; nproc; uptime; } > "$OUT/machine.txt"
   [ -d "$OUT/ts" ] || "$G" tokenize --vocab "$DATA/gpt2-tokenizer" --in "$DATA/tinyshakespeare/input.txt" --out "$OUT/ts" --name ts > /dev/null 2>&1
@@ -55,6 +57,8 @@ for rep in $( [ "${SUMMARY_ONLY:-0}" = 1 ] || seq 1 "$REPS"); do
   run np2_b2_nooverlap "${NP2[@]}" "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --overlap 0
   run np2_b2_zero1 "${NP2[@]}" "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --zero 1
   run np2_b2_zero1_ar "${NP2[@]}" -x GPT2C_DIST_ZERO_ALLREDUCE=1 "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --zero 1
+  run np2_b2_zero1_noov "${NP2[@]}" "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --zero 1 --overlap 0
+  run np2_b2_zero1_ar_noov "${NP2[@]}" -x GPT2C_DIST_ZERO_ALLREDUCE=1 "$G" train "${TRAIN[@]}" --batch 2 --threads 1 --zero 1 --overlap 0
   run np2_b2_ring "${MPI[@]}" --mca coll_libnbc_iallreduce_algorithm 1 -np 2 "$G" train "${TRAIN[@]}" --batch 2 --threads 1
   run np2_b4 "${NP2[@]}" "$G" train "${TRAIN[@]}" --batch 4 --threads 1
 done
@@ -80,7 +84,7 @@ stat() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 0) print "unavailable"; else printf "%.2f", a / b }'; }
 {
-  echo "machine: $(grep -E 'Model name' "$OUT/machine.txt" | sed 's/.*: *//'), $(grep -E '^CPU family' "$OUT/machine.txt" | sed 's/.*: *//')/$(grep -E '^Model:' "$OUT/machine.txt" | sed 's/.*: *//'), $(sed -n 4p "$OUT/machine.txt") cores; load before/after: $(grep -o 'load average.*' "$OUT/machine.txt" | tr '\n' ' ')"
+  echo "machine: $(grep -E 'Model name' "$OUT/machine.txt" | sed 's/.*: *//'), family $(grep -E '^CPU family' "$OUT/machine.txt" | sed 's/.*: *//') model $(grep -E '^Model:' "$OUT/machine.txt" | sed 's/.*: *//'), $(grep -E '^[0-9]+$' "$OUT/machine.txt") cores; load average before / after: $(grep -o 'load average: [0-9.]*' "$OUT/machine.txt" | sed 's/load average: //' | tr '\n' ' ')"
   printf "%-18s %9s %9s %7s  %9s %9s %9s %9s %9s %8s\n" config "ms/step" "tok/s" tokens "MiB/step" "comm ms" "waited" "hidden" "gather" "RSS GiB"
   for name in $ALL; do
     want "$name" && ls "$OUT/$name".r*.jsonl >/dev/null 2>&1 || continue
@@ -94,14 +98,20 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || b == 
   echo "ratios (what docs/DISTRIBUTED.md's cost model is checked against):"
   p1=$(step_ms p1_t2)
   for name in np1_t1 np2_b2 np2_b4; do
-    ms=$(step_ms "$name"); [ "$ms" = nan ] && continue
+    ms=$(step_ms "$name"); [ "$ms" = nan ] || [ "$p1" = nan ] && continue
     case $name in np2_b4) f=2 ;; *) f=1 ;; esac
     echo "  tokens/s $name / p1_t2: $(awk -v a="$p1" -v b="$ms" -v f=$f 'BEGIN { printf "%.2f", f * a / b }')"
   done
   echo "  step, overlap / --overlap 0: $(ratio "$(step_ms np2_b2)" "$(step_ms np2_b2_nooverlap)")"
   echo "  waited after backward, wte early / wte late: $(ratio "$(stat np2_b2 waited)" "$(stat np2_b2_wtelate waited)")"
-  echo "  hidden share of the all-reduce, wte early: $(ratio "$(stat np2_b2 hidden)" "$(stat np2_b2 span)"), wte late: $(ratio "$(stat np2_b2_wtelate hidden)" "$(stat np2_b2_wtelate span)")"
-  echo "  collective span, reduce-scatter / all-reduce (ZeRO-1; model: 0.5): $(ratio "$(stat np2_b2_zero1 span)" "$(stat np2_b2_zero1_ar span)")"
+  # the all-reduce's own time is --overlap 0's (after a barrier); overlapped, only the wait after backward is exposed
+  # (the overlapped span runs from the first post to the last completion and includes backward's compute)
+  ar=$(stat np2_b2_nooverlap span)
+  for name in np2_b2 np2_b2_wtelate; do
+    echo "  exposed / all-reduce time, $name: $(ratio "$(stat $name waited)" "$ar") (hidden: 1 - that)"
+  done
+  echo "  collective time, reduce-scatter / all-reduce (ZeRO-1, --overlap 0; ring model: 0.5): $(ratio "$(stat np2_b2_zero1_noov span)" "$(stat np2_b2_zero1_ar_noov span)")"
+  echo "  reduce-scatter + all-gather / all-reduce + all-gather (--overlap 0; ring model: 0.67): $(awk -v a="$(stat np2_b2_zero1_noov span)" -v b="$(stat np2_b2_zero1_noov gather)" -v c="$(stat np2_b2_zero1_ar_noov span)" -v d="$(stat np2_b2_zero1_ar_noov gather)" 'BEGIN { if (a == "nan" || c == "nan") print "unavailable"; else printf "%.2f", (a + b) / (c + d) }')"
   echo "  step, ZeRO-1 reduce-scatter / all-reduce: $(ratio "$(step_ms np2_b2_zero1)" "$(step_ms np2_b2_zero1_ar)")"
   echo "  peak RSS, ZeRO-1 / plain: $(ratio "$(stat np2_b2_zero1 rss)" "$(stat np2_b2 rss)")"
   echo "  all-reduce span, ring / default tree (model at N=2: 0.5): $(ratio "$(stat np2_b2_ring span)" "$(stat np2_b2 span)")"

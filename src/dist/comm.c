@@ -58,7 +58,6 @@ static void detach(gpt2c_dist *d) {
     free(d->slices);
     free(d->buckets);
     free(d->pack_mem);
-    free(d->rs_mem);
     if (d->m) {
         gpt2c_mem_free(d->m->k, d->rows_all);
         gpt2c_mem_free(d->m->k, d->tokens_all);

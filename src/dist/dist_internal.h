@@ -19,11 +19,10 @@ typedef struct gpt2c_dist_bucket {
     size_t n;           /* floats reduced */
     /* ZeRO-1 reduce-scatter: every rank's part of the bucket (its elements that
      * fall in the rank's shard of the slab, contiguous in bucket order); this
-     * rank's part lands in rs_recv, its first element is element rs_first */
+     * rank's part starts at the bucket's element rs_first */
     int rs;             /* 1: reduce-scatter, 0: all-reduce */
     int *rs_counts;     /* [size] */
     size_t rs_first;
-    float *rs_recv;
 } gpt2c_dist_bucket;
 
 typedef struct gpt2c_dist_slice {
@@ -68,7 +67,6 @@ struct gpt2c_dist {
     float *m_shard, *v_shard;
     int *counts, *displs; /* every rank's part, for the all-gather */
     int rs;                /* ZeRO-1 gradients by reduce-scatter (default; GPT2C_DIST_ZERO_ALLREDUCE=1: all-reduce) */
-    float *rs_mem;         /* reduce-scatter: this rank's parts of every bucket */
     int *rs_counts_mem;
     int moments_gathered;  /* rank 0 holds full m_mem / v_mem for a save */
     int thread_level;      /* what MPI_Init_thread provided */

@@ -119,9 +119,7 @@ static size_t overlap_len(size_t a0, size_t n, size_t b0, size_t b1) {
 
 static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
     d->rs_counts_mem = calloc((size_t)d->nbuckets * (size_t)d->size, sizeof(int));
-    d->rs_mem = malloc((d->hi - d->lo + 1) * sizeof(float));
-    if (!d->rs_counts_mem || !d->rs_mem) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (reduce-scatter plan)");
-    size_t at = 0;
+    if (!d->rs_counts_mem) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (reduce-scatter plan)");
     for (int b = 0; b < d->nbuckets; b++) {
         gpt2c_dist_bucket *bk = &d->buckets[b];
         if (bk->gather) continue;
@@ -140,16 +138,20 @@ static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
             if (r < d->rank) before += c;
         }
         bk->rs_first = before;
-        bk->rs_recv = d->rs_mem + at;
-        at += (size_t)bk->rs_counts[d->rank];
     }
     return GPT2C_OK;
 }
 
-/* After a reduce-scatter: this rank's summed elements back into the slab. */
+/* After a reduce-scatter: this rank's summed elements, at the start of the
+ * bucket's buffer, to their places in the slab. */
 static void rs_unpack(gpt2c_dist *d, const gpt2c_dist_bucket *bk, float *g) {
     size_t skip = bk->rs_first, left = (size_t)bk->rs_counts[d->rank];
-    const float *src = bk->rs_recv;
+    if (!bk->packed) { /* one slice, reduced in the slab itself: move the part up (overlapping) */
+        float *base = g + d->slices[bk->first].off;
+        memmove(base + skip, base, left * sizeof(float));
+        return;
+    }
+    const float *src = bk->pack;
     for (int s = bk->first; s < bk->first + bk->count && left; s++) {
         const gpt2c_dist_slice *sl = &d->slices[s];
         if (skip >= sl->n) {
@@ -212,8 +214,8 @@ static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     } else {
         buf = g + d->slices[bk->first].off;
     }
-    if (bk->rs) /* not in place: MPI's in-place reduce-scatter leaves the part at the buffer's start */
-        GPT2C_DIST_MPI(MPI_Ireduce_scatter(buf, bk->rs_recv, bk->rs_counts, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
+    if (bk->rs) /* in place: this rank's sums land at the buffer's start (rs_unpack moves them) */
+        GPT2C_DIST_MPI(MPI_Ireduce_scatter(MPI_IN_PLACE, buf, bk->rs_counts, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
     else
         GPT2C_DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)bk->n, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
     d->stats.bytes += (double)bk->n * sizeof(float);
