@@ -13,6 +13,8 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/precision_arg.h"
+#include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
@@ -260,7 +262,7 @@ static void train_free(train_job *J) {
 static int train_setup(int argc, char **argv, train_job *J) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
-    const char *backend = "cpu", *profile_out = NULL;
+    const char *backend = "cpu", *profile_out = NULL, *precision = "fp32";
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
     int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1, keep_sparsity = 0;
     long long seed = 1337;
@@ -289,6 +291,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
         BACKEND_ARG_OPT_STD(backend),
+        PRECISION_ARG_OPT(precision),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
@@ -299,6 +302,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--overlap", CLI_INT, &overlap, "under mpirun: 1 = all-reduce gradients during backward, 0 = after it (default 1)", 0, 1},
     };
     int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
+    if (!rc) rc = precision_arg_check("train", precision, backend);
     if (rc) return rc;
     int launched_size = 1;
     const int launched = launcher_rank(&launched_size) >= 0;
@@ -388,6 +392,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->profile_out = profile_out;
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
+    if ((rc = precision_arg_apply("train", precision, m, 0))) return rc;
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
@@ -435,8 +440,9 @@ static int train_setup(int argc, char **argv, train_job *J) {
         fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
                 loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
                 gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
-        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
-                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
+        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
+                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
+                gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
     cfg->on_checkpoint = save ? on_checkpoint : NULL;

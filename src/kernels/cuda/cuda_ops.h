@@ -20,12 +20,12 @@ extern "C" {
  * time in profiler scopes, NVTX, peaks), cuda_encoder.cu, cuda_layernorm.cu,
  * cuda_matmul.cu, cuda_attention.cu (flash attention, state = log-sum-exp
  * (B,NH,T)), cuda_pointwise.cu, cuda_xent.cu, cuda_optim.cu. */
-#define GPT2C_CUDA_DECLARE(ret, name, params, args) ret cuda_##name params;
+#define GPT2C_CUDA_DECLARE(ret, name, params, args) ret gpt2c_cuda_##name params;
 GPT2C_OPS_DEVICE_REQUIRED(GPT2C_CUDA_DECLARE)
 #undef GPT2C_CUDA_DECLARE
 
 /* cuda_matmul.cu: matmul precision, 0 = fp32 (default), 1 = tf32 tensor cores */
-void cuda_set_matmul_tf32(int on);
+void gpt2c_cuda_set_matmul_tf32(int on);
 
 #ifdef __cplusplus
 }
