@@ -13,9 +13,12 @@ static const size_t LT_WS_BYTES = (size_t)32 << 20;
 static void *g_scratch;
 static size_t g_scratch_bytes;
 static int g_ready;
+static int g_device_hint; /* gpt2c_cuda_select_device: this process's device, modulo the count */
 static char g_err[256];
 
 cudaStream_t gpt2c_cuda_stream(void) { return g_stream; }
+extern "C" void *gpt2c_cuda_stream_handle(void) { return (void *)g_stream; }
+extern "C" void gpt2c_cuda_select_device(int index) { g_device_hint = index < 0 ? 0 : index; }
 void *gpt2c_cuda_lt_handle(void) { return (void *)g_lt; }
 void *gpt2c_cuda_lt_workspace(size_t *bytes) {
     *bytes = LT_WS_BYTES;
@@ -51,8 +54,9 @@ gpt2c_status gpt2c_cuda_device_init(void) {
     if (n == 0)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': no CUDA device available (cudaGetDeviceCount: 0 devices)");
     cudaDeviceProp prop;
-    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess)
-        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': device 0: %s", cudaGetErrorString(e));
+    const int dev = g_device_hint % n;
+    if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess || (e = cudaSetDevice(dev)) != cudaSuccess)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': device %d: %s", dev, cudaGetErrorString(e));
     probe_kernel<<<1, 1>>>();
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaDeviceSynchronize()) != cudaSuccess)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
