@@ -26,6 +26,7 @@ static const command COMMANDS[] = {
     {"serve", cmd_serve, "HTTP completion server (OpenAI /v1/completions), batching requests"},
     {"bench", cmd_bench, "benchmarks: train, forward, gemm, peak, generate"},
     {"profile", cmd_profile, "profile training: per op, per layer, roofline, trace, report"},
+    {"distill", cmd_distill, "train a student on a teacher's soft labels (knowledge distillation)"},
     {"wse", cmd_wse, "GPT-2 on a simulated wafer-scale mesh (Cerebras-like): run, sweep"},
 };
 
