@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it:
 #   1. warnings-as-errors build + ctest
 #   2. AddressSanitizer + UBSan build + ctest
-#   3. a build without jansson, utf8proc, BLAS and CUDA + ctest (their tests skip)
+#   3. a build without jansson, utf8proc, BLAS, MPI and CUDA + ctest (their tests skip)
 #   4. short bounded libFuzzer runs of the parsers (clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,7 @@ cmake --build build-asan -j "$JOBS"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS")
 
 echo "== build without optional dependencies =="
-cmake -S . -B build-nodeps -DGPT2C_WERROR=ON -DGPT2C_CUDA=OFF -DGPT2C_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON >/dev/null
+cmake -S . -B build-nodeps -DGPT2C_WERROR=ON -DGPT2C_CUDA=OFF -DGPT2C_MPI=OFF -DGPT2C_BLAS=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON >/dev/null
 cmake --build build-nodeps -j "$JOBS"
 (cd build-nodeps && ctest --output-on-failure -j "$JOBS")
 

@@ -11,6 +11,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 /* ---- the test ----------------------------------------------------------- */
 /* Whole file into a malloc'd buffer (*n bytes); NULL if unreadable. */

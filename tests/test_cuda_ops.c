@@ -11,6 +11,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 static const gpt2c_kernels *K, *R;
 static gpt2c_rng rng;

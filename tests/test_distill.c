@@ -15,6 +15,7 @@
 #include "gpt2c/distill.h"
 #include "gpt2c/io.h"
 #include "gpt2c/train.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 #define TOL_ROW 1e-5

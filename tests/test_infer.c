@@ -9,6 +9,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 /* A tiny random model: odd sizes so tails and head splits are exercised. */
 static gpt2c_model *tiny(const char *backend, int C, int NH, int L) {

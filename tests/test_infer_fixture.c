@@ -50,7 +50,7 @@ int main(void) {
         CHECK_OK(gpt2c_model_load(mpath, &m));
         if (!m) break;
         CHECK_OK(gpt2c_model_set_backend(m, backends[bi]));
-        const int V = m->cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+        const int V = gpt2c_model_config(m)->vocab_size, Vp = gpt2c_model_config(m)->padded_vocab_size;
 
         /* greedy generation: the prompt, then ng - np tokens, exactly Hugging Face's */
         gpt2c_infer *s = NULL;

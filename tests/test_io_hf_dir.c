@@ -41,12 +41,12 @@ static void check_logits(const char *path, const reference *r) {
     gpt2c_model *m = NULL;
     CHECK_OK(gpt2c_model_load(path, &m));
     if (!m) return;
-    CHECK(m->cfg.vocab_size == r->V && m->cfg.num_heads == 2 && m->cfg.num_layers == 2);
+    CHECK(gpt2c_model_config(m)->vocab_size == r->V && gpt2c_model_config(m)->num_heads == 2 && gpt2c_model_config(m)->num_layers == 2);
     CHECK_OK(gpt2c_model_set_backend(m, "ref"));
     CHECK_OK(gpt2c_model_prepare(m, r->B, r->T));
     CHECK_OK(gpt2c_model_forward(m, r->tokens, NULL, r->B, r->T, NULL));
     const float *lg = gpt2c_model_logits(m);
-    size_t rows = (size_t)r->B * r->T, Vp = (size_t)m->cfg.padded_vocab_size;
+    size_t rows = (size_t)r->B * r->T, Vp = (size_t)gpt2c_model_config(m)->padded_vocab_size;
     float *got = malloc(rows * r->V * sizeof(float));
     for (size_t i = 0; i < rows; i++) memcpy(got + i * r->V, lg + i * Vp, r->V * sizeof(float));
     double err = tu_max_rel_err(got, r->logits, rows * r->V, 1e-30);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "io_testutil.h"
+#include "model/model_internal.h"
 
 static int same_params(const gpt2c_model *a, const gpt2c_model *b) {
     return a->slab_floats == b->slab_floats &&

@@ -4,6 +4,7 @@
  * tests (test_reference) check it against PyTorch. */
 #include "gpt2c/model.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 static gpt2c_model *tiny_model(void) {
     gpt2c_config c = {.max_seq_len = 8, .vocab_size = 11, .num_layers = 2, .num_heads = 2, .channels = 8};

@@ -11,6 +11,7 @@
 #include "gpt2c/profile_session.h"
 #include "profile/session.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
 #endif

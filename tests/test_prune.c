@@ -7,6 +7,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/prune.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 static gpt2c_model *load(const char *name) {
     char path[1024];

@@ -17,6 +17,7 @@
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 static gpt2c_model *tiny(void) {
     /* C = 128 so nf4's blocks of 64 and q8/q4's of 32 both fit; V = 203 (Vp 256) */

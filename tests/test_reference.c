@@ -15,6 +15,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 #define TOL_LOGITS 1e-5
 #define TOL_GRAD 1e-4

@@ -125,7 +125,7 @@ static char *expected(const char *prompt, int max_tokens, float temp, int top_k,
     collect c = {{0}, 0, gpt2c_tokenizer_eot(tok)};
     srv_buf_add(&c.bytes, "", 0);
     if (gpt2c_infer_create(model, 1, (int)nids + max_tokens, 0, &s) != GPT2C_OK ||
-        gpt2c_sampler_create(&sp, model->cfg.vocab_size, 1, &smp) != GPT2C_OK ||
+        gpt2c_sampler_create(&sp, gpt2c_model_config(model)->vocab_size, 1, &smp) != GPT2C_OK ||
         gpt2c_generate(s, smp, ids, (int)nids, max_tokens, c.eot, on_tok, &c, NULL) != GPT2C_OK) {
         fprintf(stderr, "generate: %s\n", gpt2c_errmsg());
     }

@@ -10,6 +10,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/train.h"
 #include "testutil.h"
+#include "model/model_internal.h"
 
 enum { B = 2, T = 8 };
 static int32_t g_tok[B * T + 1];

@@ -9,6 +9,7 @@
 #include "wse/coll.h"
 #include "wse/task.h"
 #include "wse/wse_internal.h"
+#include "model/model_internal.h"
 
 static int fails = 0;
 #define CHECK(c, ...)                                                      \

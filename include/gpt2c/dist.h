@@ -85,6 +85,7 @@ size_t gpt2c_dist_optimizer_bytes(const gpt2c_dist *d, const gpt2c_model *m);
 typedef struct gpt2c_dist_stats {
     double bytes, comm_ms, wait_ms, gather_ms, skew_ms;
     int steps;
+    int reduce_scatter; /* ZeRO-1: gradients reduce-scattered (each rank receives its shard's sums) */
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);
 

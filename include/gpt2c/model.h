@@ -58,50 +58,25 @@ typedef struct gpt2c_param_info {
     size_t numel;        /* all layers */
 } gpt2c_param_info;
 
-typedef struct gpt2c_params {
-    float *t[GPT2C_NUM_PARAM_TENSORS];
-} gpt2c_params;
-
+/* The model is opaque outside the library (its fields: src/model/model_internal.h). */
+typedef struct gpt2c_model gpt2c_model;
 struct gpt2c_kernels;
+struct gpt2c_qweights;
 
-typedef struct gpt2c_acts gpt2c_acts; /* activation slab (src/model/acts.h) */
-
-typedef struct gpt2c_model {
-    gpt2c_config cfg;
-    gpt2c_param_info info[GPT2C_NUM_PARAM_TENSORS];
-    size_t slab_floats; /* floats in each of params / grads / m / v (with alignment padding) */
-    size_t num_params;  /* real parameters (no padding; includes the Vp pad rows of wte) */
-
-    float *params_mem;
-    gpt2c_params params;
-    float *params_host; /* device backends only: host mirror of params_mem (NULL on host backends) */
-    float *grads_mem; /* allocated on first backward */
-    gpt2c_params grads;
-    float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
-    int opt_step;         /* AdamW steps taken so far */
-    int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
-    /* Per tensor: 1 = trained (the default); 0 = frozen: backward computes no
-     * gradient for it (its weight-gradient GEMM is skipped), the update no
-     * moments and the norm leaves it out.  Set with gpt2c_model_set_trainable. */
-    uint8_t trainable[GPT2C_NUM_PARAM_TENSORS];
-    int num_frozen;
-
-    const struct gpt2c_kernels *k;
-    struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
-    int threads;          /* threads the model computes with (gpt2c_model_set_threads); 0: the caller's OpenMP setting */
-    gpt2c_profiler *prof; /* NULL: profiling off */
-    /* Data parallel (src/dist): backward calls this as parameter gradients
-     * become final, so their all-reduce can start while earlier layers still
-     * compute: layer == num_layers: the final layernorm; 0 <= layer < L:
-     * block `layer`; -1: the embeddings (wte, wpe), last.  NULL: no hook. */
-    void (*on_grads_final)(void *ctx, int layer);
-    void *grads_final_ctx;
-
-    gpt2c_acts *acts;
-    int B, T; /* shape the activations are planned for */
-    int have_targets;
-    float mean_loss;
-} gpt2c_model;
+/* Read access for callers outside the library. */
+const gpt2c_config *gpt2c_model_config(const gpt2c_model *m);
+/* Real parameters (no alignment padding; includes the Vp pad rows of wte). */
+size_t gpt2c_model_num_params(const gpt2c_model *m);
+/* The parameter table's entry for tensor id (GPT2C_P_*). */
+const gpt2c_param_info *gpt2c_model_param_info(const gpt2c_model *m, int id);
+/* The quantized linear weights (gpt2c/quant_model.h), NULL when all fp32. */
+const struct gpt2c_qweights *gpt2c_model_qweights(const gpt2c_model *m);
+/* AdamW moments present (loaded or allocated), and the steps they have taken. */
+int gpt2c_model_has_optimizer(const gpt2c_model *m);
+int gpt2c_model_opt_step(const gpt2c_model *m);
+/* The profiler the model's ops record into (NULL: off); a profile session sets
+ * it (gpt2c/profile_session.h), a caller switching sessions may too. */
+void gpt2c_model_set_profiler(gpt2c_model *m, gpt2c_profiler *p);
 
 /* Creates a model with zeroed parameters and the "cpu" backend. */
 gpt2c_status gpt2c_model_create(const gpt2c_config *cfg, gpt2c_model **out);

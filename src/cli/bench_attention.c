@@ -13,6 +13,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/cpu/gemm.h"
@@ -62,7 +63,7 @@ int bench_attention(int argc, char **argv) {
         {"--seq", CLI_INTLIST, &Ts, "prefill lengths T [64,256,1024]", 0, 0},
         {"--embd", CLI_INT, &C, "channels [768]", 1, 16384},
         {"--heads", CLI_INT, &NH, "heads [12]", 1, 1024},
-        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
+        THREADS_ARG_OPT_STD(threads),
         {"--runs", CLI_INT, &runs, "timed runs; medians are reported [5]", 1, 1000},
     };
     int rc = cli_parse("bench attention", argc, argv, opts, CLI_NOPTS(opts), NULL);

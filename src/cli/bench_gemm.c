@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
@@ -74,7 +75,7 @@ int bench_gemm(int argc, char **argv) {
     cli_intlist ns = {{256, 1024}, 2};
     cli_opt opts[] = {
         {"--n", CLI_INTLIST, &ns, "rows N = B*T (default 256,1024)", 1, 1 << 20},
-        {"--threads", CLI_INT, &threads, "threads (default: all cores)", 0, 1024},
+        THREADS_ARG_OPT(threads, "threads (default: all cores)"),
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precision, "fp32 or bf16 (bf16 operands, fp32 accumulation; the weight stored bf16)", 0, 0},

@@ -9,6 +9,7 @@
 #include "cli/bench.h"
 #include "cli/infer_common.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
 
@@ -45,10 +46,10 @@ int bench_generate(int argc, char **argv) {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
         {"--prompt-len", CLI_INT, &P, "prompt tokens prefilled in one pass [512]", 1, 1 << 20},
         {"--tokens", CLI_INT, &N, "decode steps per run [64]", 1, 1 << 20},
-        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
+        THREADS_ARG_OPT_STD(threads),
         {"--runs", CLI_INT, &runs, "timed runs; medians are reported [3]", 1, 1000},
-        {"--batch", CLI_INT, &batch, "sequences decoded together [1]", 1, 4096},
-        {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        BATCH_ARG_OPT(batch, "sequences decoded together", 4096),
+        BACKEND_ARG_OPT_STD(backend),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
         QUANT_ARG_OPT(quant),
@@ -65,8 +66,8 @@ int bench_generate(int argc, char **argv) {
     }
     /* the weights' resident memory: what loading (and quantizing) left mapped */
     const double resident_mb = ((double)current_rss_bytes() - rss0) / 1e6;
-    const char *fmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : "f32";
-    const gpt2c_config *c = &m->cfg;
+    const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : "f32";
+    const gpt2c_config *c = gpt2c_model_config(m);
     if (P + N > c->max_seq_len) {
         gpt2c_model_free(m);
         return cli_error("bench generate", "--prompt-len %d + --tokens %d exceeds the model's context of %d", P, N,
@@ -117,7 +118,7 @@ int bench_generate(int argc, char **argv) {
     } else {
         const double prefill = median(pf, runs), decode = median(dc, runs);
         /* weights streamed per decode step (quantized: codes + scales) */
-        const double wbytes = m->qw ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)m->num_params;
+        const double wbytes = gpt2c_model_qweights(m) ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)gpt2c_model_num_params(m);
         const double step_s = batch / decode;
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
@@ -128,7 +129,7 @@ int bench_generate(int argc, char **argv) {
                    model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb);
         } else {
-            printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, m->num_params,
+            printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,

@@ -3,13 +3,14 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/run_arg.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
 
 int bench_peak(int argc, char **argv) {
     int threads = 0, remeasure = 0, runs = 5, nocache = 0;
     cli_opt opts[] = {
-        {"--threads", CLI_INT, &threads, "threads (0 = all cores)", 0, 1024},
+        THREADS_ARG_OPT(threads, "threads, 0 = all cores"),
         {"--remeasure", CLI_FLAG, &remeasure, "ignore the cache and measure again", 0, 0},
         {"--no-cache", CLI_FLAG, &nocache, "measure without reading or writing the cache", 0, 0},
         {"--runs", CLI_INT, &runs, "runs per figure, median taken (with --no-cache)", 1, 32},

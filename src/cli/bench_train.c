@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/model.h"
@@ -73,12 +74,12 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model preset (gpt2, d12, gpt2-medium, ...)", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size B", 1, 4096},
-        {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B", 4096),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "timed steps per configuration", 1, 100000},
         {"--warmup", CLI_INT, &warmup, "untimed steps first", 0, 1000},
-        {"--threads", CLI_INTLIST, &threads, "thread counts, e.g. 1,2 (default: all cores)", 0, 0},
-        {"--backend", CLI_STR, &backends, "backends, comma-separated: cpu,blas,ref", 0, 0},
+        THREADS_LIST_ARG_OPT(threads, "thread counts, e.g. 1,2 (default: all cores)"),
+        BACKEND_ARG_OPT(backends, "backends, comma-separated: cpu,blas,ref"),
         {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };

@@ -60,8 +60,8 @@ int cmd_convert(int argc, char **argv) {
     gpt2c_model *m = NULL;
     if (gpt2c_model_load(in, &m) != GPT2C_OK) return cli_fail_status("convert");
     gpt2c_status st = to_bin  ? gpt2c_model_save_llmc(m, out, bf16 ? 5 : 3)
-                      : to_dir ? gpt2c_model_save_dir(m, out, NULL, 0, m->m_mem != NULL, vocab)
-                               : gpt2c_model_save(m, out, NULL, 0, m->m_mem != NULL);
+                      : to_dir ? gpt2c_model_save_dir(m, out, NULL, 0, gpt2c_model_has_optimizer(m), vocab)
+                               : gpt2c_model_save(m, out, NULL, 0, gpt2c_model_has_optimizer(m));
     if (st != GPT2C_OK) {
         gpt2c_model_free(m);
         return cli_fail_status("convert");
@@ -70,8 +70,8 @@ int cmd_convert(int argc, char **argv) {
            to_bin   ? (bf16 ? "llm.c v5 (bf16)" : "llm.c v3 (fp32)")
            : to_dir ? "Hugging Face directory (config.json, model.safetensors F32)"
                     : "safetensors (F32)",
-           m->num_params,
-           m->cfg.num_layers);
+           gpt2c_model_num_params(m),
+           gpt2c_model_config(m)->num_layers);
     gpt2c_model_free(m);
     return 0;
 }

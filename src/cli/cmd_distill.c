@@ -27,14 +27,14 @@ static int distill_setup(void *user, gpt2c_model *student, gpt2c_train_cfg *cfg)
     if (gpt2c_model_load(J->teacher_path, &J->teacher) != GPT2C_OK)
         return cli_error("distill", "--teacher: %s", gpt2c_errmsg());
     gpt2c_model_set_threads(J->teacher, gpt2c_model_threads(student));
-    if (gpt2c_distill_create(J->teacher, &student->cfg, cfg->T, &dc, &J->d) != GPT2C_OK)
+    if (gpt2c_distill_create(J->teacher, gpt2c_model_config(student), cfg->T, &dc, &J->d) != GPT2C_OK)
         return cli_error("distill", "--teacher %s: %s", J->teacher_path, gpt2c_errmsg());
     cfg->loss = gpt2c_distill_loss(J->d);
-    const gpt2c_config *t = &J->teacher->cfg;
+    const gpt2c_config *t = gpt2c_model_config(J->teacher);
     fprintf(stderr,
             "gpt2c distill: teacher %s: %d layers, %d heads, %d channels, %.2fM parameters; temperature %g, alpha %g; "
             "teacher forward holds %.1f MiB (%d positions of logits at a time)\n",
-            J->teacher_path, t->num_layers, t->num_heads, t->channels, J->teacher->num_params / 1e6, J->temperature,
+            J->teacher_path, t->num_layers, t->num_heads, t->channels, gpt2c_model_num_params(J->teacher) / 1e6, J->temperature,
             J->alpha, gpt2c_distill_bytes(J->d) / 1048576.0, J->chunk > 0 && J->chunk < cfg->T ? J->chunk : cfg->T < 64 ? cfg->T : 64);
     return 0;
 }

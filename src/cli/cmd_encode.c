@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/readall.h"
+#include "cli/run_arg.h"
 #include "gpt2c/tokenizer.h"
 
 int cmd_encode(int argc, char **argv) {
@@ -16,7 +17,7 @@ int cmd_encode(int argc, char **argv) {
     cli_opt opts[] = {
         {"--vocab", CLI_STR, &vocab, "directory with encoder.json+vocab.bpe or vocab.json+merges.txt", 0, 0},
         {"--allow-special", CLI_FLAG, &allow_special, "treat <|endoftext|> in the text as the special token", 0, 0},
-        {"--threads", CLI_INT, &threads, "encoding threads (0: all; output is the same)", 0, 4096},
+        THREADS_ARG_OPT(threads, "encoding threads, 0 = all cores; the output is the same [0]"),
     };
     int rc = cli_parse("encode", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 
@@ -16,11 +17,11 @@ int cmd_eval(int argc, char **argv) {
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
         {"--data", CLI_STR, &data, "token shards: a file or a glob", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size (default 4)", 1, 1 << 20},
-        {"--seq", CLI_INT, &T, "sequence length (default 64)", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size", CLI_BATCH_MAX),
+        SEQ_ARG_OPT(T, "sequence length"),
         {"--batches", CLI_INT, &batches, "batches to evaluate (default: one pass over the data)", 0, 1 << 30},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores)", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        THREADS_ARG_OPT_STD(threads),
+        BACKEND_ARG_OPT_STD(backend),
         QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse("eval", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -36,14 +37,14 @@ int cmd_eval(int argc, char **argv) {
         return rc;
     }
     /* a quantized model's loss is that of its dequantized weights */
-    const char *qfmt = m->qw ? gpt2c_format_get(m->qw->fmt)->name : NULL;
+    const char *qfmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : NULL;
     gpt2c_quant_dequantize_params(m);
     gpt2c_dataloader dl = {0};
     float loss = 0;
     int done = 0;
     rc = 1;
     if (gpt2c_model_set_backend(m, backend) == GPT2C_OK && gpt2c_model_prepare(m, B, T) == GPT2C_OK &&
-        gpt2c_dataloader_open(&dl, data, B, T, 0, 0, m->cfg.vocab_size) == GPT2C_OK &&
+        gpt2c_dataloader_open(&dl, data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size) == GPT2C_OK &&
         gpt2c_evaluate(m, &dl, batches, &loss, &done) == GPT2C_OK) {
         printf("loss %.6f  perplexity %.4f  (%d batches of %dx%d = %lld tokens)%s%s%s\n", loss, exp(loss), done, B, T,
                (long long)done * B * T, qfmt ? "  [" : "", qfmt ? qfmt : "", qfmt ? " weights, dequantized]" : "");

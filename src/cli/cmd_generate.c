@@ -12,6 +12,7 @@
 #include "cli/infer_common.h"
 #include "cli/quant_arg.h"
 #include "cli/model_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/tokenizer.h"
 
@@ -104,11 +105,11 @@ int cmd_generate(int argc, char **argv) {
         {"--temperature", CLI_FLOAT, &temperature, "0 = greedy [1.0]", 0, 0},
         {"--top-k", CLI_INT, &top_k, "sample among the k most likely, 0 = off [0]", 0, 0},
         {"--top-p", CLI_FLOAT, &top_p, "nucleus sampling mass in (0, 1] [1.0]", 0, 0},
-        {"--seed", CLI_LONG, &seed, "sampling seed (sequence b uses stream b) [1337]", 0, 0},
-        {"--batch", CLI_INT, &batch, "independent samples generated together [1]", 1, 4096},
+        SEED_ARG_OPT(seed, "sampling seed (sequence b uses stream b)"),
+        BATCH_ARG_OPT(batch, "independent samples generated together", 4096),
         {"--vocab", CLI_STR, &vocab, "tokenizer directory [the model directory's, else $GPT2C_DATA/gpt2-tokenizer]", 0, 0},
-        {"--threads", CLI_INT, &threads, "OpenMP threads, 0 = all cores [0]", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        THREADS_ARG_OPT_STD(threads),
+        BACKEND_ARG_OPT_STD(backend),
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
         QUANT_ARG_OPT(quant),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
@@ -175,7 +176,7 @@ int cmd_generate(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    const int V = m->cfg.vocab_size, ctx = m->cfg.max_seq_len;
+    const int V = gpt2c_model_config(m)->vocab_size, ctx = gpt2c_model_config(m)->max_seq_len;
     if (tok && !vocab && prompt_ids && gpt2c_tokenizer_vocab_size(tok) > V) {
         gpt2c_tokenizer_free(tok); /* the default vocabulary does not fit this model: ids out */
         tok = NULL;

@@ -20,11 +20,11 @@ static void print_config(const gpt2c_config *c, const char *heads_from) {
 static int check_model(const char *path) {
     gpt2c_model *m = NULL;
     if (gpt2c_model_load(path, &m) != GPT2C_OK) return cli_fail_status("info");
-    const gpt2c_config *c = &m->cfg;
+    const gpt2c_config *c = gpt2c_model_config(m);
     size_t pad = (size_t)(c->padded_vocab_size - c->vocab_size) * (size_t)c->channels;
-    printf("parameters: %zu (%zu with wte padded to %d rows)\n", m->num_params - pad, m->num_params,
+    printf("parameters: %zu (%zu with wte padded to %d rows)\n", gpt2c_model_num_params(m) - pad, gpt2c_model_num_params(m),
            c->padded_vocab_size);
-    if (m->m_mem) printf("optimizer:  AdamW moments present, step %d\n", m->opt_step);
+    if (gpt2c_model_has_optimizer(m)) printf("optimizer:  AdamW moments present, step %d\n", gpt2c_model_opt_step(m));
     gpt2c_model_free(m);
     return 0;
 }
@@ -97,8 +97,8 @@ static int info_safetensors(const char *path) {
     if (quantized && rc == 0) { /* parameters the file describes: count them from the config */
         gpt2c_model *qm = NULL;
         if (gpt2c_model_load(path, &qm) == GPT2C_OK) {
-            const size_t pad = (size_t)(qm->cfg.padded_vocab_size - qm->cfg.vocab_size) * (size_t)qm->cfg.channels;
-            params = (long long)(qm->num_params - pad);
+            const size_t pad = (size_t)(gpt2c_model_config(qm)->padded_vocab_size - gpt2c_model_config(qm)->vocab_size) * (size_t)gpt2c_model_config(qm)->channels;
+            params = (long long)(gpt2c_model_num_params(qm) - pad);
             gpt2c_model_free(qm);
         }
         FILE *fp = fopen(path, "rb");
@@ -163,7 +163,7 @@ static int info_dir(const char *path) {
     printf("\n");
     gpt2c_model *m = NULL;
     if (gpt2c_model_load(path, &m) != GPT2C_OK) return cli_fail_status("info");
-    print_config(&m->cfg, NULL);
+    print_config(gpt2c_model_config(m), NULL);
     gpt2c_model_free(m);
     return check_model(path);
 }

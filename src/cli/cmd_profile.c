@@ -10,6 +10,7 @@
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/commands.h"
+#include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
@@ -93,12 +94,12 @@ static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, dou
     for (int i = 0; st == GPT2C_OK && i < rounds; i++)
         for (int k = 0; k < 3 && st == GPT2C_OK; k++) {
             gpt2c_profile_session *s = k == 0 ? NULL : k == 1 ? on : ctr;
-            m->prof = s ? gpt2c_profile_session_profiler(s) : NULL;
+            gpt2c_model_set_profiler(m, s ? gpt2c_profile_session_profiler(s) : NULL);
             uint64_t t0 = gpt2c_now_ns();
             st = run_step(m, s, i, r);
             t[k * rounds + i] = (double)(gpt2c_now_ns() - t0) * 1e-6;
         }
-    m->prof = NULL;
+    gpt2c_model_set_profiler(m, NULL);
     for (int k = 0; st == GPT2C_OK && k < 3; k++) {
         qsort(t + k * rounds, (size_t)rounds, sizeof(double), cmp_d);
         out[k] = t[k * rounds + rounds / 2];
@@ -118,15 +119,15 @@ int cmd_profile(int argc, char **argv) {
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
-        {"--batch", CLI_INT, &B, "batch size B", 1, 1 << 16},
-        {"--seq", CLI_INT, &T, "sequence length T", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B", 1 << 16),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "training steps per trial", 1, 1 << 20},
         {"--trials", CLI_INT, &trials, "trials after warm-up (statistics over trials)", 1, 100000},
         {"--warmup", CLI_INT, &warmup, "warm-up steps, not recorded", 0, 1000},
-        {"--threads", CLI_INTLIST, &threads, "threads, or a sweep: 1,2,4 (default: all cores)", 1, 1024},
-        {"--backend", CLI_STR, &backends, "backend, or a sweep: cpu,blas", 0, 0},
+        THREADS_LIST_ARG_OPT(threads, "threads, or a sweep: 1,2,4 (default: all cores)"),
+        BACKEND_ARG_OPT(backends, "backend, or a sweep: cpu,blas"),
         {"--out", CLI_STR, &out, "output folder for trace.json, summary.json, ops.csv, report.html, *.svg", 0, 0},
-        {"--seed", CLI_LONG, &seed, "seed for the model and the batches", 0, 0},
+        SEED_ARG_OPT(seed, "seed for the model and the batches"),
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
@@ -169,9 +170,9 @@ int cmd_profile(int argc, char **argv) {
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
     gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
-    if (T > m->cfg.max_seq_len) {
+    if (T > gpt2c_model_config(m)->max_seq_len) {
         gpt2c_model_free(m);
-        return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, m->cfg.max_seq_len);
+        return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, gpt2c_model_config(m)->max_seq_len);
     }
 
     char cmdline[2048];
@@ -179,7 +180,7 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    run_ctx r = {B, T, steps, trials, warmup, m->cfg.vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
+    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
     r.targets = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -235,7 +236,7 @@ int cmd_profile(int argc, char **argv) {
                     gpt2c_profile_session_add_scaling(s, bk[bi], th, gpt2c_profile_session_step_ms(sw), NULL);
                 }
                 gpt2c_profile_session_free(sw);
-                m->prof = NULL;
+                gpt2c_model_set_profiler(m, NULL);
             }
     }
     if (overhead) {

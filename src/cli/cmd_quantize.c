@@ -39,9 +39,9 @@ int cmd_quantize(int argc, char **argv) {
     gpt2c_model *m = NULL;
     int loaded;
     if ((rc = model_arg_make("quantize", &ma, 1337, &m, &loaded))) return rc;
-    if (m->qw) {
+    if (gpt2c_model_qweights(m)) {
         rc = cli_error("quantize", "%s is already quantized (%s): quantize its fp32 checkpoint instead", ma.model,
-                       gpt2c_format_get(m->qw->fmt)->name);
+                       gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
         gpt2c_model_free(m);
         return rc;
     }
@@ -51,8 +51,8 @@ int cmd_quantize(int argc, char **argv) {
     }
     struct stat sb;
     const double bytes = stat(out, &sb) == 0 ? (double)sb.st_size : 0;
-    const size_t pad = (size_t)(m->cfg.padded_vocab_size - m->cfg.vocab_size) * (size_t)m->cfg.channels;
-    const double params = (double)(m->num_params - pad);
+    const size_t pad = (size_t)(gpt2c_model_config(m)->padded_vocab_size - gpt2c_model_config(m)->vocab_size) * (size_t)gpt2c_model_config(m)->channels;
+    const double params = (double)(gpt2c_model_num_params(m) - pad);
     printf("quantize: %s -> %s: %s (block %d%s), wte %s; %.1f MiB, %.2f bits per parameter (fp32: %.1f MiB)\n",
            ma.model, out, fmt_name, gpt2c_quant_block(f, block),
            f == GPT2C_FMT_NF4 ? (no_dq ? ", fp32 scales" : ", double-quantized scales") : "",

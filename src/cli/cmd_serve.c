@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/infer_common.h"
 #include "cli/quant_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/tokenizer.h"
 #ifdef GPT2C_HAVE_SERVE
@@ -28,7 +29,7 @@ int cmd_serve(int argc, char **argv) {
         {"--vocab", CLI_STR, &vocab, "tokenizer directory [$GPT2C_DATA/gpt2-tokenizer]", 0, 0},
         {"--host", CLI_STR, &host, "numeric address to listen on [127.0.0.1]", 0, 0},
         {"--port", CLI_INT, &port, "TCP port, 0 = any free one (printed) [8080]", 0, 65535},
-        {"--threads", CLI_INT, &threads, "OpenMP threads of the model, 0 = all cores [0]", 0, 4096},
+        THREADS_ARG_OPT_STD(threads),
         {"--max-batch", CLI_INT, &max_batch, "most sequences in one decode step [8]", 1, 1024},
         {"--ctx-slots", CLI_INT, &slots, "KV-cache slots = requests generating at once [max-batch]", 0, 4096},
         {"--ctx", CLI_INT, &ctx, "tokens per slot (prompt + completion), 0 = the model's [0]", 0, 1 << 20},
@@ -36,7 +37,7 @@ int cmd_serve(int argc, char **argv) {
         {"--max-queue", CLI_INT, &max_queue, "requests waiting for a slot before 503 [256]", 0, 1 << 20},
         {"--max-body", CLI_LONG, &max_body, "request body bytes before 413 [1048576]", 1, 1LL << 30},
         {"--name", CLI_STR, &name, "model id in responses and /v1/models [the --model argument]", 0, 0},
-        {"--backend", CLI_STR, &backend, "kernel backend [cpu]", 0, 0},
+        BACKEND_ARG_OPT_STD(backend),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
         QUANT_ARG_OPT(quant),
         {"--precision", CLI_STR, &precision, "compute precision (not available in this build)", 0, 0},

@@ -23,6 +23,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/outpaths.h"
+#include "cli/run_arg.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/shard.h"
 #include "gpt2c/tokenizer.h"
@@ -276,7 +277,7 @@ int cmd_tokenize(int argc, char **argv) {
         {"--val-tokens", CLI_LONG, &val_tokens, "validation = the first N tokens (default 32768, as llm.c)", 0, 1e15},
         {"--val-frac", CLI_FLOAT, &val_frac, "validation = this fraction of the tokens (instead of --val-tokens)", 0, 1},
         {"--shard-tokens", CLI_LONG, &shard_tokens, "tokens per shard (default 100,000,000)", 1, 2147483647},
-        {"--threads", CLI_INT, &threads, "encoding threads (0: all)", 0, 4096},
+        THREADS_ARG_OPT(threads, "encoding threads, 0 = all cores [0]"),
     };
     int rc = cli_parse("tokenize", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;

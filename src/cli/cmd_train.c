@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
@@ -273,8 +274,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
         MODEL_ARG_OPTS(ma),
         {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
         {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
-        {"--batch", CLI_INT, &B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", 1, 1 << 20},
-        {"--seq", CLI_INT, &T, "sequence length T (default 64)", 1, 1 << 20},
+        BATCH_ARG_OPT(B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", CLI_BATCH_MAX),
+        SEQ_ARG_OPT(T, "sequence length T"),
         {"--steps", CLI_INT, &steps, "total optimizer steps (default 50)", 0, 1 << 30},
         {"--lr", CLI_FLOAT, &lr, "peak learning rate (default 3e-4)", 0, 10},
         {"--schedule", CLI_STR, &schedule, "constant|cosine (default constant)", 0, 0},
@@ -289,10 +290,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--accum", CLI_INT, &accum, "gradient accumulation micro-steps (default 1)", 1, 1 << 20},
         {"--eval-every", CLI_INT, &eval_every, "validate every N steps, 0 = never (default 20)", 0, 1 << 30},
         {"--eval-batches", CLI_INT, &eval_batches, "validation batches (default 10)", 1, 1 << 30},
-        {"--seed", CLI_LONG, &seed, "seed for init and shuffling (default 1337)", 0, 9.2e18},
+        SEED_ARG_OPT(seed, "seed for init and shuffling"),
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
-        {"--threads", CLI_INT, &threads, "OpenMP threads (default: all cores; under mpirun: cores / ranks on the machine)", 0, 4096},
-        {"--backend", CLI_STR, &backend, "kernels: ref|cpu|blas|cuda (default cpu)", 0, 0},
+        THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
+        BACKEND_ARG_OPT_STD(backend),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
@@ -385,10 +386,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_model *m = J->m;
     gpt2c_model_set_threads(m, threads);
     if (ext && ext->setup && (rc = ext->setup(ext->user, m, cfg))) return rc;
-    if (m->qw) /* quantized weights have no gradient: they are frozen bases */
+    if (gpt2c_model_qweights(m)) /* quantized weights have no gradient: they are frozen bases */
         return cli_error(CMD, "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
                          "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
-                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(m->qw->fmt)->name);
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
     if (keep_sparsity) {
         if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status(CMD);
         cfg->keep_zero = J->keep_zero;
@@ -405,7 +406,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option(CMD, "--backend");
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option(CMD, "--batch/--seq");
-    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, m->cfg.vocab_size, ui->rank,
+    if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
         return cli_fail_status(CMD);
     J->have_train = 1;
@@ -415,7 +416,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         return cli_error(CMD, "--resume: %s: %s", resume, why);
     }
     if (val_data) {
-        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, m->cfg.vocab_size, ui->rank, ui->nranks) !=
+        if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size, ui->rank, ui->nranks) !=
             GPT2C_OK)
             return cli_fail_status(CMD);
         J->have_val = 1;
@@ -449,8 +450,8 @@ static int train_setup(int argc, char **argv, train_job *J) {
     }
     if (ui->rank == 0) {
         fprintf(stderr, "gpt2c %s: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
-                CMD, loaded ? "loaded" : "new", m->cfg.num_layers, m->cfg.num_heads, m->cfg.channels, m->cfg.vocab_size,
-                m->cfg.padded_vocab_size, m->num_params / 1e6);
+                CMD, loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
+                gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
         fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
                 CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
     }
@@ -495,9 +496,10 @@ static int train_run(train_job *J) {
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
         const double n = s.steps > 0 ? s.steps : 1;
         const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
-        fprintf(stderr, "gpt2c %s: rank %d: %d steps, all-reduce %.1f MiB/step over %.1f ms/step, waited for "
+        fprintf(stderr, "gpt2c %s: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
                 "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f ms/step, "
-                "peak RSS %.2f GiB\n", CMD, ui->rank, s.steps, s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
+                "peak RSS %.2f GiB\n", CMD, ui->rank, s.steps, s.reduce_scatter ? "reduce-scatter" : "all-reduce",
+                s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
                 s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
                 gpt2c_peak_rss_bytes() / 1073741824.0);
     }

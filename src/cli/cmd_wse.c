@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/wse.h"
 
 #define CMD "wse"
@@ -73,7 +74,7 @@ static int parse_common(const char *cmd, wse_opts *o, gpt2c_wse_params *p, gpt2c
         {"--strategy", CLI_STR, &(o).strategy, "a: whole mesh per op, b: one layer per region, c: k per region", 0, 0}, \
         {"--layers-per-region", CLI_INT, &(o).lpr, "k for strategy c", 1, 4096},                               \
         {"--grid", CLI_INT, &(o).grid, "P of the P x P regions (default: largest that fits)", 1, 100000},      \
-        {"--seq", CLI_INT, &(o).seq, "prompt tokens", 1, 1 << 20},                                             \
+        SEQ_ARG_OPT((o).seq, "prompt tokens"),                                             \
         {"--chunk", CLI_INT, &(o).chunk, "prefill tokens per pipeline step (default: all)", 0, 1 << 20},       \
         {"--decode", CLI_INT, &(o).decode, "greedy tokens after the prompt", 0, 1 << 20},                     \
         {"--values", CLI_STR, &(o).values, "f32 | f16 | none (cost only)", 0, 0},                              \
@@ -82,7 +83,7 @@ static int parse_common(const char *cmd, wse_opts *o, gpt2c_wse_params *p, gpt2c
         {"--groups", CLI_INT, &(o).groups, "groups of --reduce groups", 1, 100000},                            \
         {"--place", CLI_STR, &(o).place, "region order: r | c | s (snake)", 0, 0},                              \
         {"--set", CLI_STRLIST, &(o).set, "name=value machine parameters (see --params)", 0, 0},                \
-        {"--seed", CLI_LONG, &(o).seed, "init seed of a fresh model", 0, 0}
+        SEED_ARG_OPT((o).seed, "init seed of a fresh model")
 
 static void defaults(wse_opts *o) {
     memset(o, 0, sizeof *o);

@@ -50,7 +50,7 @@ int model_arg_make(const char *cmd, const model_arg *ma, uint64_t seed, gpt2c_mo
     if (ma->vocab && vocab_size_of(cmd, ma->vocab, &vocab)) return 1;
     if (stat(spec, &sb) == 0) {
         if (gpt2c_model_load(spec, out) != GPT2C_OK) return cli_fail_status(cmd);
-        const gpt2c_config c = (*out)->cfg;
+        const gpt2c_config c = *gpt2c_model_config(*out);
         /* size options may restate a checkpoint's sizes but not change them */
         if ((ma->layers && ma->layers != c.num_layers) || (ma->heads && ma->heads != c.num_heads) ||
             (ma->embd && ma->embd != c.channels) || (ma->ctx && ma->ctx != c.max_seq_len) ||

@@ -8,9 +8,9 @@ int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, 
     gpt2c_format f;
     if (gpt2c_format_parse(quant, &f) != 0 || !gpt2c_format_is_quantized(f))
         return cli_error(cmd, "--quant '%s': unknown format (q8, q4 or nf4)", quant);
-    if (m->qw)
+    if (gpt2c_model_qweights(m))
         return cli_error(cmd, "--quant %s: %s is already quantized (%s); load it without --quant", quant, model_desc,
-                         gpt2c_format_get(m->qw->fmt)->name);
+                         gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
     if (gpt2c_quantize_model(m, f, 0, 1, NULL) != GPT2C_OK) return cli_fail_status(cmd);
     if (for_inference) gpt2c_quant_release_fp32(m);
     return 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dist/dist_internal.h"
+#include "model/model_internal.h"
 
 int gpt2c_dist_launched(void) {
     /* Open MPI, MPICH / Intel MPI (PMI), PMIx launchers, Slurm's srun */
@@ -13,7 +14,7 @@ int gpt2c_dist_launched(void) {
     return 0;
 }
 
-gpt2c_status dist_mpi_fail(int err, const char *call) {
+gpt2c_status gpt2c_dist_mpi_fail(int err, const char *call) {
     char reason[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(err, reason, &len) != MPI_SUCCESS) snprintf(reason, sizeof reason, "error %d", err);
@@ -44,10 +45,8 @@ gpt2c_status gpt2c_dist_init(gpt2c_dist **out) {
     return GPT2C_OK;
 }
 
-void dist_stop_thread(gpt2c_dist *d);
-
 static void detach(gpt2c_dist *d) {
-    dist_stop_thread(d);
+    gpt2c_dist_stop_thread(d);
     if (d->m && d->m->grads_final_ctx == d) {
         d->m->on_grads_final = NULL;
         d->m->grads_final_ctx = NULL;
@@ -55,8 +54,10 @@ static void detach(gpt2c_dist *d) {
     free(d->slices);
     free(d->buckets);
     free(d->pack_mem);
+    free(d->rs_mem);
+    free(d->rs_counts_mem);
     free(d->reqs);
-    dist_zero_free(d);
+    gpt2c_dist_zero_free(d);
 }
 
 void gpt2c_dist_finalize(gpt2c_dist *d) {
@@ -89,13 +90,13 @@ int gpt2c_dist_local_size(gpt2c_dist *d) {
 gpt2c_status gpt2c_dist_hosts(gpt2c_dist *d, char *buf, size_t n, int *nhosts) {
     char name[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;
-    DIST_MPI(MPI_Get_processor_name(name, &len));
+    GPT2C_DIST_MPI(MPI_Get_processor_name(name, &len));
     char *all = d->rank == 0 ? calloc((size_t)d->size, MPI_MAX_PROCESSOR_NAME) : NULL;
     if (d->rank == 0 && !all) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory");
     int err = MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, d->comm);
     if (err != MPI_SUCCESS) {
         free(all);
-        return dist_mpi_fail(err, "MPI_Gather(host names)");
+        return gpt2c_dist_mpi_fail(err, "MPI_Gather(host names)");
     }
     if (n) buf[0] = 0;
     *nhosts = 0;

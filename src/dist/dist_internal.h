@@ -10,17 +10,24 @@
 
 /* One all-reduce: either one slice of the gradient slab reduced in place, or
  * several small slices packed into `pack` (copied in before, out after). */
-typedef struct dist_bucket {
+typedef struct gpt2c_dist_bucket {
     int group;          /* the on_grads_final layer whose gradients it holds */
     int first, count;   /* its slices: slices[first .. first+count) */
     int packed;         /* 0: one slice reduced in place */
     float *pack;        /* packed: the slices copied here */
     size_t n;           /* floats reduced */
-} dist_bucket;
+    /* ZeRO-1 reduce-scatter: every rank's part of the bucket (its elements that
+     * fall in the rank's shard of the slab, contiguous in bucket order); this
+     * rank's part lands in rs_recv, its first element is element rs_first */
+    int rs;             /* 1: reduce-scatter, 0: all-reduce */
+    int *rs_counts;     /* [size] */
+    size_t rs_first;
+    float *rs_recv;
+} gpt2c_dist_bucket;
 
-typedef struct dist_slice {
+typedef struct gpt2c_dist_slice {
     size_t off, n; /* floats, into the gradient slab */
-} dist_slice;
+} gpt2c_dist_slice;
 
 struct gpt2c_dist {
     MPI_Comm comm;
@@ -28,9 +35,9 @@ struct gpt2c_dist {
     gpt2c_model *m;
     gpt2c_dist_opts opts;
     /* bucket plan, in posting order (final layernorm, blocks L-1..0, embeddings) */
-    dist_slice *slices;
+    gpt2c_dist_slice *slices;
     int nslices;
-    dist_bucket *buckets;
+    gpt2c_dist_bucket *buckets;
     int nbuckets;
     float *pack_mem;
     MPI_Request *reqs; /* one per bucket */
@@ -52,6 +59,9 @@ struct gpt2c_dist {
     size_t lo, hi;
     float *m_shard, *v_shard;
     int *counts, *displs; /* every rank's part, for the all-gather */
+    int rs;                /* ZeRO-1 gradients by reduce-scatter (default; GPT2C_DIST_ZERO_ALLREDUCE=1: all-reduce) */
+    float *rs_mem;         /* reduce-scatter: this rank's parts of every bucket */
+    int *rs_counts_mem;
     int moments_gathered;  /* rank 0 holds full m_mem / v_mem for a save */
     int thread_level;      /* what MPI_Init_thread provided */
     /* fault injection for the tests: GPT2C_DIST_FAIL=rank:step */
@@ -60,16 +70,20 @@ struct gpt2c_dist {
 };
 
 /* A status from an MPI error code: names the call and MPI's reason. */
-gpt2c_status dist_mpi_fail(int err, const char *call);
-#define DIST_MPI(call)                                                   \
+gpt2c_status gpt2c_dist_mpi_fail(int err, const char *call);
+#define GPT2C_DIST_MPI(call)                                                   \
     do {                                                                 \
         int err_ = (call);                                               \
-        if (err_ != MPI_SUCCESS) return dist_mpi_fail(err_, #call);      \
+        if (err_ != MPI_SUCCESS) return gpt2c_dist_mpi_fail(err_, #call);      \
     } while (0)
 
+void gpt2c_dist_stop_thread(gpt2c_dist *d);
+
 /* ZeRO-1 (zero.c) */
-gpt2c_status dist_zero_attach(gpt2c_dist *d, gpt2c_model *m);
-gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm);
-void dist_zero_free(gpt2c_dist *d);
+gpt2c_status gpt2c_dist_zero_attach(gpt2c_dist *d, gpt2c_model *m);
+gpt2c_status gpt2c_dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm);
+void gpt2c_dist_zero_free(gpt2c_dist *d);
+/* rank r's part [lo, hi) of n floats (whole 64-byte lines) */
+void gpt2c_dist_part(size_t n, int size, int r, size_t *lo, size_t *hi);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "dist/dist_internal.h"
 #include "kernels/kernels.h"
+#include "model/model_internal.h"
 
 /* A slice at least this big is reduced in place as its own message; smaller
  * ones (biases, layernorms) are packed into buckets of opts.bucket_floats. */
@@ -26,7 +27,7 @@ gpt2c_dist_opts gpt2c_dist_opts_default(void) {
 }
 
 /* The slices of the gradient slab that become final at group `g`. */
-static int group_slices(const gpt2c_model *m, int g, dist_slice *out) {
+static int group_slices(const gpt2c_model *m, int g, gpt2c_dist_slice *out) {
     const int L = m->cfg.num_layers;
     int n = 0;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
@@ -35,10 +36,10 @@ static int group_slices(const gpt2c_model *m, int g, dist_slice *out) {
         if (pi->per_layer) {
             if (g < 0 || g >= L) continue;
             const size_t per = pi->numel / (size_t)L;
-            out[n++] = (dist_slice){off + (size_t)g * per, per};
+            out[n++] = (gpt2c_dist_slice){off + (size_t)g * per, per};
         } else {
             const int final_ln = id == GPT2C_P_LNFW || id == GPT2C_P_LNFB;
-            if ((final_ln && g == L) || (!final_ln && g == -1)) out[n++] = (dist_slice){off, pi->numel};
+            if ((final_ln && g == L) || (!final_ln && g == -1)) out[n++] = (gpt2c_dist_slice){off, pi->numel};
         }
     }
     return n;
@@ -51,7 +52,7 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
     d->buckets = calloc(cap_slices, sizeof *d->buckets);
     if (!d->slices || !d->buckets) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (bucket plan)");
     size_t pack_total = 0;
-    dist_slice gs[GPT2C_NUM_PARAM_TENSORS];
+    gpt2c_dist_slice gs[GPT2C_NUM_PARAM_TENSORS];
     /* pass 1: slices and buckets; pack offsets are recorded in `n` and fixed up below */
     for (int gi = 0; gi < ngroups; gi++) {
         const int g = L - gi; /* L, L-1, ..., 0, -1: the order backward finishes them */
@@ -61,19 +62,19 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
             if (gs[s].n >= DIST_INPLACE_MIN) {
                 for (size_t o = 0; o < gs[s].n; o += DIST_MAX_MSG) {
                     const size_t len = gs[s].n - o < DIST_MAX_MSG ? gs[s].n - o : DIST_MAX_MSG;
-                    d->slices[d->nslices] = (dist_slice){gs[s].off + o, len};
-                    d->buckets[d->nbuckets++] = (dist_bucket){g, d->nslices++, 1, 0, NULL, len};
+                    d->slices[d->nslices] = (gpt2c_dist_slice){gs[s].off + o, len};
+                    d->buckets[d->nbuckets++] = (gpt2c_dist_bucket){.group = g, .first = d->nslices++, .count = 1, .n = len};
                 }
                 continue;
             }
             if (open < 0 || d->buckets[open].n + gs[s].n > d->opts.bucket_floats) {
                 open = d->nbuckets++;
-                d->buckets[open] = (dist_bucket){g, d->nslices, 0, 1, NULL, 0};
+                d->buckets[open] = (gpt2c_dist_bucket){.group = g, .first = d->nslices, .packed = 1};
             }
             /* packed buckets hold consecutive slices: a new bucket starts after the in-place ones */
             if (d->buckets[open].first + d->buckets[open].count != d->nslices) {
                 open = d->nbuckets++;
-                d->buckets[open] = (dist_bucket){g, d->nslices, 0, 1, NULL, 0};
+                d->buckets[open] = (gpt2c_dist_bucket){.group = g, .first = d->nslices, .packed = 1};
             }
             d->slices[d->nslices++] = gs[s];
             d->buckets[open].count++;
@@ -95,6 +96,64 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
     return GPT2C_OK;
 }
 
+/* ---- ZeRO-1: reduce-scatter ---------------------------------------------
+ * Each rank needs the summed gradients of its own shard [lo_r, hi_r) only, so
+ * a bucket is reduce-scattered: rank r receives the sum of the bucket's
+ * elements that lie in its shard.  MPI_Reduce_scatter gives rank r the r-th
+ * run of the bucket's elements, so the elements of each rank must be one run:
+ * true when the bucket's slices are in increasing slab order (the shards are
+ * in rank order).  A bucket where they are not is all-reduced instead. */
+static size_t overlap_len(size_t a0, size_t n, size_t b0, size_t b1) {
+    const size_t lo = a0 > b0 ? a0 : b0, hi = a0 + n < b1 ? a0 + n : b1;
+    return hi > lo ? hi - lo : 0;
+}
+
+static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
+    d->rs_counts_mem = calloc((size_t)d->nbuckets * (size_t)d->size, sizeof(int));
+    d->rs_mem = malloc((d->hi - d->lo + 1) * sizeof(float));
+    if (!d->rs_counts_mem || !d->rs_mem) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (reduce-scatter plan)");
+    size_t at = 0;
+    for (int b = 0; b < d->nbuckets; b++) {
+        gpt2c_dist_bucket *bk = &d->buckets[b];
+        int increasing = 1;
+        for (int s = bk->first + 1; s < bk->first + bk->count; s++)
+            increasing &= d->slices[s].off >= d->slices[s - 1].off + d->slices[s - 1].n;
+        if (!increasing) continue;
+        bk->rs = 1;
+        bk->rs_counts = d->rs_counts_mem + (size_t)b * (size_t)d->size;
+        size_t before = 0; /* elements of ranks < this one */
+        for (int r = 0; r < d->size; r++) {
+            const size_t lo = (size_t)d->displs[r], hi = lo + (size_t)d->counts[r];
+            size_t c = 0;
+            for (int s = bk->first; s < bk->first + bk->count; s++) c += overlap_len(d->slices[s].off, d->slices[s].n, lo, hi);
+            bk->rs_counts[r] = (int)c;
+            if (r < d->rank) before += c;
+        }
+        bk->rs_first = before;
+        bk->rs_recv = d->rs_mem + at;
+        at += (size_t)bk->rs_counts[d->rank];
+    }
+    return GPT2C_OK;
+}
+
+/* After a reduce-scatter: this rank's summed elements back into the slab. */
+static void rs_unpack(gpt2c_dist *d, const gpt2c_dist_bucket *bk, float *g) {
+    size_t skip = bk->rs_first, left = (size_t)bk->rs_counts[d->rank];
+    const float *src = bk->rs_recv;
+    for (int s = bk->first; s < bk->first + bk->count && left; s++) {
+        const gpt2c_dist_slice *sl = &d->slices[s];
+        if (skip >= sl->n) {
+            skip -= sl->n;
+            continue;
+        }
+        const size_t n = sl->n - skip < left ? sl->n - skip : left;
+        memcpy(g + sl->off + skip, src, n * sizeof(float));
+        src += n;
+        left -= n;
+        skip = 0;
+    }
+}
+
 /* Bytes of group `group`'s buckets (-1 with all: every bucket): a profiler scope's bytes. */
 static double bytes_ready(const gpt2c_dist *d, int group) {
     double n = 0;
@@ -104,7 +163,7 @@ static double bytes_ready(const gpt2c_dist *d, int group) {
 }
 
 static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
-    dist_bucket *bk = &d->buckets[b];
+    gpt2c_dist_bucket *bk = &d->buckets[b];
     float *g = d->m->grads_mem, *buf;
     if (bk->packed) {
         size_t at = 0;
@@ -116,7 +175,10 @@ static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     } else {
         buf = g + d->slices[bk->first].off;
     }
-    DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)bk->n, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
+    if (bk->rs) /* not in place: MPI's in-place reduce-scatter leaves the part at the buffer's start */
+        GPT2C_DIST_MPI(MPI_Ireduce_scatter(buf, bk->rs_recv, bk->rs_counts, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
+    else
+        GPT2C_DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)bk->n, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
     d->stats.bytes += (double)bk->n * sizeof(float);
     return GPT2C_OK;
 }
@@ -151,7 +213,7 @@ static void *comm_thread(void *arg) {
         int done = 0;
         while (st == GPT2C_OK) { /* progress until all posted are done or more gradients are final */
             int err = MPI_Testall(d->posted, d->reqs, &done, MPI_STATUSES_IGNORE);
-            if (err != MPI_SUCCESS) st = dist_mpi_fail(err, "MPI_Testall(gradient buckets)");
+            if (err != MPI_SUCCESS) st = gpt2c_dist_mpi_fail(err, "MPI_Testall(gradient buckets)");
             if (done || load_ready(d) < ready) break;
             sched_yield();
         }
@@ -190,7 +252,7 @@ static gpt2c_status start_thread(gpt2c_dist *d) {
     return GPT2C_OK;
 }
 
-void dist_stop_thread(gpt2c_dist *d) {
+void gpt2c_dist_stop_thread(gpt2c_dist *d) {
     if (!d->have_thread) return;
     pthread_mutex_lock(&d->mu);
     d->quit = 1;
@@ -236,14 +298,14 @@ static gpt2c_status reduce_now(gpt2c_dist *d) {
     /* a barrier first: the time ranks wait for the slowest (skew) is then
      * not counted as the all-reduce's (GPT2C_DIST_STATS) */
     const uint64_t t0 = gpt2c_now_ns();
-    DIST_MPI(MPI_Barrier(d->comm));
+    GPT2C_DIST_MPI(MPI_Barrier(d->comm));
     d->stats.skew_ms += (gpt2c_now_ns() - t0) / 1e6;
     d->posted = 0;
     for (int b = 0; b < d->nbuckets; b++) {
         GPT2C_TRY(post_bucket(d, b));
         d->posted++;
     }
-    DIST_MPI(MPI_Waitall(d->nbuckets, d->reqs, MPI_STATUSES_IGNORE));
+    GPT2C_DIST_MPI(MPI_Waitall(d->nbuckets, d->reqs, MPI_STATUSES_IGNORE));
     return GPT2C_OK;
 }
 
@@ -280,7 +342,11 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     if (!threaded) d->stats.comm_ms += waited - (d->stats.skew_ms - skew0);
     GPT2C_TRY(st);
     for (int b = 0; b < d->nbuckets; b++) { /* unpack */
-        const dist_bucket *bk = &d->buckets[b];
+        const gpt2c_dist_bucket *bk = &d->buckets[b];
+        if (bk->rs) {
+            rs_unpack(d, bk, m->grads_mem);
+            continue;
+        }
         if (!bk->packed) continue;
         size_t at = 0;
         for (int s = bk->first; s < bk->first + bk->count; s++) {
@@ -289,7 +355,7 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
         }
     }
     double sum = 0;
-    DIST_MPI(MPI_Allreduce(loss, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
+    GPT2C_DIST_MPI(MPI_Allreduce(loss, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
     *loss = sum / d->size;
     d->stats.steps++;
     return GPT2C_OK;
@@ -298,7 +364,7 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
 static gpt2c_status mean(void *ctx, double *v) {
     gpt2c_dist *d = ctx;
     double sum = 0;
-    DIST_MPI(MPI_Allreduce(v, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
+    GPT2C_DIST_MPI(MPI_Allreduce(v, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
     *v = sum / d->size;
     return GPT2C_OK;
 }
@@ -306,9 +372,9 @@ static gpt2c_status mean(void *ctx, double *v) {
 gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_opts *o, gpt2c_train_dp *dp) {
     if (m->params_host)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
-                          "--backend %s: data parallel reduces host memory; use ref, cpu or blas (NCCL is not built)",
+                          "backend %s: data parallel reduces host memory; use ref, cpu or blas (NCCL is not built)",
                           m->k->name);
-    if (o->zero < 0 || o->zero > 1) return gpt2c_fail(GPT2C_ERR_ARG, "--zero %d: expected 0 or 1", o->zero);
+    if (o->zero < 0 || o->zero > 1) return gpt2c_fail(GPT2C_ERR_ARG, "ZeRO stage %d: expected 0 (plain data parallel) or 1", o->zero);
     if (m->slab_floats > (size_t)INT32_MAX)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "mpi: %zu parameters is more than MPI's int counts", m->slab_floats);
     d->m = m;
@@ -316,10 +382,16 @@ gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_o
     if (d->opts.bucket_floats == 0) d->opts.bucket_floats = gpt2c_dist_opts_default().bucket_floats;
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
     GPT2C_TRY(plan(d, m));
-    if (o->zero) GPT2C_TRY(dist_zero_attach(d, m));
+    if (o->zero) {
+        GPT2C_TRY(gpt2c_dist_zero_attach(d, m));
+        const char *ar = getenv("GPT2C_DIST_ZERO_ALLREDUCE"); /* bench/mpi.sh: the all-reduce, for comparison */
+        d->rs = !(ar && strcmp(ar, "1") == 0);
+        if (d->rs) GPT2C_TRY(plan_reduce_scatter(d));
+        d->stats.reduce_scatter = d->rs;
+    }
     if (d->opts.overlap) GPT2C_TRY(start_thread(d));
     *dp = (gpt2c_train_dp){.rank = d->rank, .nranks = d->size, .ctx = d, .arm = arm, .reduce = reduce,
-                           .update = o->zero ? dist_zero_update : NULL, .mean = mean};
+                           .update = o->zero ? gpt2c_dist_zero_update : NULL, .mean = mean};
     return GPT2C_OK;
 }
 

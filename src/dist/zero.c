@@ -11,17 +11,18 @@
 #include "kernels/kernels.h"
 #include "model/costs.h"
 #include "model/memspace.h"
+#include "model/model_internal.h"
 
 /* rank r's part of n floats: equal parts of whole 64-byte lines */
-static void part(size_t n, int size, int r, size_t *lo, size_t *hi) {
+void gpt2c_dist_part(size_t n, int size, int r, size_t *lo, size_t *hi) {
     size_t per = (n + (size_t)size - 1) / (size_t)size;
     per = (per + 15) & ~(size_t)15;
     *lo = (size_t)r * per < n ? (size_t)r * per : n;
     *hi = *lo + per < n ? *lo + per : n;
 }
 
-gpt2c_status dist_zero_attach(gpt2c_dist *d, gpt2c_model *m) {
-    part(m->slab_floats, d->size, d->rank, &d->lo, &d->hi);
+gpt2c_status gpt2c_dist_zero_attach(gpt2c_dist *d, gpt2c_model *m) {
+    gpt2c_dist_part(m->slab_floats, d->size, d->rank, &d->lo, &d->hi);
     const size_t n = d->hi - d->lo;
     d->m_shard = calloc(n ? n : 1, sizeof(float));
     d->v_shard = calloc(n ? n : 1, sizeof(float));
@@ -31,7 +32,7 @@ gpt2c_status dist_zero_attach(gpt2c_dist *d, gpt2c_model *m) {
         return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (ZeRO-1 shard of %zu floats)", n);
     for (int r = 0; r < d->size; r++) {
         size_t lo, hi;
-        part(m->slab_floats, d->size, r, &lo, &hi);
+        gpt2c_dist_part(m->slab_floats, d->size, r, &lo, &hi);
         d->counts[r] = (int)(hi - lo);
         d->displs[r] = (int)lo;
     }
@@ -45,7 +46,7 @@ gpt2c_status dist_zero_attach(gpt2c_dist *d, gpt2c_model *m) {
     return GPT2C_OK;
 }
 
-void dist_zero_free(gpt2c_dist *d) {
+void gpt2c_dist_zero_free(gpt2c_dist *d) {
     free(d->m_shard);
     free(d->v_shard);
     free(d->counts);
@@ -56,13 +57,42 @@ void dist_zero_free(gpt2c_dist *d) {
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 
-/* gpt2c_model_update restricted to [lo, hi): the same norm (every rank has
- * the summed gradients), the same clip, the same element-wise AdamW. */
-gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
+/* The sum of squares of the trainable gradients in [lo, hi) of the slab. */
+static double shard_sumsq(gpt2c_model *m, size_t lo, size_t hi) {
+    double ss = 0;
+    if (m->num_frozen == 0) { /* one pass, as gpt2c_model_update (the slab's padding is zero) */
+        OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)(hi - lo)), ss = m->k->sumsq(m->grads_mem + lo, hi - lo));
+        return ss;
+    }
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        if (!m->trainable[id]) continue;
+        const size_t off = m->info[id].byte_offset / sizeof(float); /* fp32 slabs */
+        const size_t a = off > lo ? off : lo, b = off + m->info[id].numel < hi ? off + m->info[id].numel : hi;
+        if (a < b) OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)(b - a)), ss += m->k->sumsq(m->grads_mem + a, b - a));
+    }
+    return ss;
+}
+
+/* gpt2c_model_update restricted to [lo, hi): the same global norm and clip,
+ * the same element-wise AdamW.  After an all-reduce every rank has every
+ * summed gradient and computes the norm alone; after a reduce-scatter it has
+ * its shard's, and the ranks' sums of squares are added (in rank order, the
+ * same on every rank). */
+gpt2c_status gpt2c_dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
     gpt2c_dist *d = ctx;
     const gpt2c_kernels *k = m->k;
     double ss = 0;
-    OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+    if (d->rs) {
+        const double mine = shard_sumsq(m, d->lo, d->hi);
+        double *all = malloc((size_t)d->size * sizeof *all);
+        if (!all) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory");
+        const int err = MPI_Allgather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, d->comm);
+        for (int r = 0; r < d->size && err == MPI_SUCCESS; r++) ss += all[r];
+        free(all);
+        if (err != MPI_SUCCESS) return gpt2c_dist_mpi_fail(err, "MPI_Allgather(gradient norm)");
+    } else {
+        ss = shard_sumsq(m, 0, m->slab_floats);
+    }
     const float norm = (float)sqrt(ss);
     if (norm_out) *norm_out = norm;
     if (!isfinite(norm)) return gpt2c_fail(GPT2C_ERR_RANGE, "update: gradient norm is %f (diverged)", norm);
@@ -73,6 +103,7 @@ gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *
     }
     m->opt_step++;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        if (!m->trainable[id]) continue; /* frozen: no update, no decay */
         const gpt2c_param_info *pi = &m->info[id];
         const size_t off = pi->byte_offset / sizeof(float); /* fp32 slabs */
         const size_t a = off > d->lo ? off : d->lo;
@@ -91,7 +122,7 @@ gpt2c_status dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw_cfg *
        err = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, m->params_mem, d->counts, d->displs, MPI_FLOAT,
                             d->comm));
     d->stats.gather_ms += (gpt2c_now_ns() - t0) / 1e6;
-    if (err != MPI_SUCCESS) return dist_mpi_fail(err, "MPI_Allgatherv(parameters)");
+    if (err != MPI_SUCCESS) return gpt2c_dist_mpi_fail(err, "MPI_Allgatherv(parameters)");
     return GPT2C_OK;
 }
 
@@ -110,7 +141,7 @@ static uint64_t hash_floats(const float *x, size_t n) {
 
 gpt2c_status gpt2c_dist_before_save(gpt2c_dist *d, gpt2c_model *m) {
     uint64_t h = hash_floats(m->params_mem, m->slab_floats), h0 = h;
-    DIST_MPI(MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, d->comm));
+    GPT2C_DIST_MPI(MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, d->comm));
     int bad = 0;
     const int nbad = gpt2c_dist_agree(d, h == h0, &bad);
     if (nbad)
@@ -135,7 +166,7 @@ gpt2c_status gpt2c_dist_before_save(gpt2c_dist *d, gpt2c_model *m) {
     if (e1 != MPI_SUCCESS || e2 != MPI_SUCCESS) {
         gpt2c_mem_free(m->k, full_m);
         gpt2c_mem_free(m->k, full_v);
-        return dist_mpi_fail(e1 != MPI_SUCCESS ? e1 : e2, "MPI_Gatherv(AdamW moments)");
+        return gpt2c_dist_mpi_fail(e1 != MPI_SUCCESS ? e1 : e2, "MPI_Gatherv(AdamW moments)");
     }
     if (d->rank == 0) {
         m->m_mem = full_m;

@@ -20,6 +20,7 @@
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
+#include "model/model_internal.h"
 
 enum { MM_CHUNK = 64, ROW_CHUNK = 16 }; /* outputs per matmul chunk, rows per row-wise chunk */
 

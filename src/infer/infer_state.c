@@ -6,6 +6,7 @@
 #include "gpt2c/core.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
+#include "model/model_internal.h"
 
 /* Decode streams every weight once per step.  Backed by 2 MiB pages, the
  * stream crosses 512x fewer page boundaries (the hardware prefetchers stop at

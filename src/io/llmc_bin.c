@@ -11,6 +11,7 @@
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
 #include "io/io_internal.h"
+#include "model/model_internal.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_HEADER_INTS 256

@@ -11,6 +11,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/tokenizer.h"
 #include "io/io_internal.h"
+#include "model/model_internal.h"
 
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>

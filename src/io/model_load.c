@@ -12,6 +12,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/quant_model.h"
 #include "io/io_internal.h"
+#include "model/model_internal.h"
 
 gpt2c_file_format gpt2c_detect_format(const char *path) {
     unsigned char b[9];

@@ -8,6 +8,7 @@
 
 #include "gpt2c/io.h"
 #include "io/io_internal.h"
+#include "model/model_internal.h"
 
 gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2c_kv *meta, int nmeta,
                               int with_optimizer) {

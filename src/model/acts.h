@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "gpt2c/model.h"
+#include "model/model_internal.h"
 
 struct gpt2c_acts {
     const struct gpt2c_kernels *mem_k; /* the backend whose memory holds the slabs */

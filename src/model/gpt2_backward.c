@@ -4,6 +4,7 @@
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
+#include "model/model_internal.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter, its gradient, and a weight's typed view */

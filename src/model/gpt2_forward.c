@@ -7,6 +7,7 @@
 #include "model/acts.h"
 #include "model/costs.h"
 #include "model/memspace.h"
+#include "model/model_internal.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter (or the tensor, for non-layer ones), and a weight's typed view */

@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/memspace.h"
+#include "model/model_internal.h"
 
 typedef struct {
     const char *name, *hf_name;

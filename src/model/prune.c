@@ -7,6 +7,7 @@
  * Everything below the threshold is zeroed, and just enough of the weights
  * equal to it (lowest index first) to make exactly k. */
 #include "gpt2c/prune.h"
+#include "model/model_internal.h"
 
 #include <math.h>
 #include <stdint.h>

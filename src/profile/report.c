@@ -10,6 +10,7 @@
 #include "profile/session.h"
 #include "profile/table.h"
 #include "profile/topdown.h"
+#include "model/model_internal.h"
 
 #define MAX_FINDINGS 16
 

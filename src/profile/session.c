@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "profile/session.h"
 #include "profile/topdown.h"
+#include "model/model_internal.h"
 
 static const char *const COMP_NAMES[COMP_COUNT] = {
     "full forward (no loss)", "forward + loss", "one block (mean of L)", "attention (per block)",

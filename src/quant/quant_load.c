@@ -9,6 +9,7 @@
 
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "model/model_internal.h"
 
 static gpt2c_status want_tensor(const gpt2c_st_file *f, const char *path, const char *name, gpt2c_dtype dt, int nd,
                                 const int64_t *shape, const gpt2c_st_tensor **out) {

@@ -27,6 +27,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "model/model_internal.h"
 
 static int is_linear(int id) {
     return id == GPT2C_P_QKVW || id == GPT2C_P_ATTPROJW || id == GPT2C_P_FCW || id == GPT2C_P_FCPROJW ||

@@ -302,11 +302,11 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
                                 gpt2c_server **out) {
     *out = NULL;
     gpt2c_serve_config c = *cfg;
-    const int model_ctx = m->cfg.max_seq_len;
+    const int model_ctx = gpt2c_model_config(m)->max_seq_len;
     if (!tok) return gpt2c_fail(GPT2C_ERR_ARG, "--vocab: the server needs a tokenizer");
-    if (gpt2c_tokenizer_vocab_size(tok) > m->cfg.vocab_size)
+    if (gpt2c_tokenizer_vocab_size(tok) > gpt2c_model_config(m)->vocab_size)
         return gpt2c_fail(GPT2C_ERR_ARG, "--vocab: the tokenizer has %d ids but the model only %d",
-                          gpt2c_tokenizer_vocab_size(tok), m->cfg.vocab_size);
+                          gpt2c_tokenizer_vocab_size(tok), gpt2c_model_config(m)->vocab_size);
     if (c.max_batch < 1 || c.max_batch > 1024) return gpt2c_fail(GPT2C_ERR_ARG, "--max-batch: %d (want 1..1024)", c.max_batch);
     if (c.slots <= 0) c.slots = c.max_batch;
     if (c.slots > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "--ctx-slots: %d (want 1..4096)", c.slots);
@@ -338,8 +338,8 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
     s->cfg = c;
     s->m = m;
     s->tok = tok;
-    s->V = m->cfg.vocab_size;
-    s->Vp = m->cfg.padded_vocab_size;
+    s->V = gpt2c_model_config(m)->vocab_size;
+    s->Vp = gpt2c_model_config(m)->padded_vocab_size;
     s->eot = gpt2c_tokenizer_eot(tok);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);

@@ -6,6 +6,7 @@
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
+#include "model/model_internal.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 

@@ -87,7 +87,7 @@ static gpt2c_status distill_forward(void *ctx, float *losses, float *logits, con
                           d->T);
     const float tau = d->cfg.temperature, alpha = d->cfg.alpha;
     const int chunk = d->cfg.chunk;
-    const size_t tVp = (size_t)d->teacher->cfg.padded_vocab_size;
+    const size_t tVp = (size_t)gpt2c_model_config(d->teacher)->padded_vocab_size;
     double kl_sum = 0, ce_sum = 0;
     for (int b = 0; b < B; b++) {
         gpt2c_infer_reset(d->inf, 0);
@@ -122,7 +122,7 @@ gpt2c_status gpt2c_distill_create(const gpt2c_model *teacher, const gpt2c_config
                                   const gpt2c_distill_cfg *c, gpt2c_distill **out) {
     *out = NULL;
     GPT2C_TRY(gpt2c_distill_check(c));
-    const gpt2c_config *tc = &teacher->cfg;
+    const gpt2c_config *tc = gpt2c_model_config(teacher);
     if (tc->vocab_size != student->vocab_size)
         return gpt2c_fail(GPT2C_ERR_ARG,
                           "teacher and student vocabularies differ (teacher %d ids, student %d): distillation "
@@ -164,7 +164,7 @@ void gpt2c_distill_free(gpt2c_distill *d) {
 const gpt2c_loss *gpt2c_distill_loss(gpt2c_distill *d) { return &d->loss; }
 
 size_t gpt2c_distill_bytes(const gpt2c_distill *d) {
-    return gpt2c_infer_bytes(d->inf) + 2 * (size_t)d->cfg.chunk * d->teacher->cfg.padded_vocab_size * sizeof(float);
+    return gpt2c_infer_bytes(d->inf) + 2 * (size_t)d->cfg.chunk * gpt2c_model_config(d->teacher)->padded_vocab_size * sizeof(float);
 }
 
 void gpt2c_distill_take_terms(gpt2c_distill *d, double *kl, double *ce) {

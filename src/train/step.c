@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "gpt2c/core.h"
+#include "model/model_internal.h"
 
 static void mark(gpt2c_model *m, const gpt2c_step_hooks *h, gpt2c_phase ph) {
     if (h->phase) h->phase(h->user, ph);

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "gpt2c/core.h"
+#include "model/model_internal.h"
 
 float gpt2c_lr_at(const gpt2c_train_cfg *c, int step) {
     if (c->warmup > 0 && step < c->warmup) return c->lr * (float)(step + 1) / (float)c->warmup;

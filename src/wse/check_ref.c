@@ -6,6 +6,7 @@
 
 #include "kernels/ref/ref.h"
 #include "wse/wse_result.h"
+#include "model/model_internal.h"
 
 /* logits (T, Vp) of tokens (T) */
 static gpt2c_status ref_forward(const gpt2c_model *m, const int32_t *tok, int T, float *logits) {

@@ -8,6 +8,7 @@
 
 #include "wse/coll.h"
 #include "wse/gpt2_map.h"
+#include "model/model_internal.h"
 
 /* colors (user colors 0-20; see docs/WSE.md for the table) */
 enum {

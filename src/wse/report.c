@@ -8,6 +8,7 @@
 
 #include "profile/sbuf.h"
 #include "wse/wse_result.h"
+#include "model/model_internal.h"
 
 typedef struct {
     double busy_max, sram_max, sram_mean, colors_mean, link_max, link_mean;

@@ -7,6 +7,7 @@
 
 #include "wse/gpt2_map.h"
 #include "wse/wse_result.h"
+#include "model/model_internal.h"
 
 static int grid_ok(int C, int hs, int P) {
     if (P < 1 || C % P) return 0;
