@@ -1,7 +1,7 @@
-/* The forward pass of inference: the same op sequence as gpt2_forward.c, but
- * on a few rows at a time against a KV cache.  Prefill: one sequence, n rows
- * (one GEMM pass per weight); decode: every sequence, one row each (each
- * weight streamed once per step).  Shapes: n rows, C channels, Vp padded vocab.
+/* The forward pass of inference: the same block stages as gpt2_forward.c
+ * (model/gpt2_block.h), but on a few rows at a time against a KV cache.
+ * Prefill: one sequence, n rows (one GEMM pass per weight); decode: every
+ * sequence, one row each (each weight streamed once per step).  Shapes: n rows, C channels, Vp padded vocab.
  *
  * The whole pass is ONE OpenMP parallel region run as a list of stages (the
  * ops, in order).  Every thread walks the stages; in each it claims chunks
@@ -20,6 +20,7 @@
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
+#include "model/gpt2_block.h"
 #include "model/model_internal.h"
 
 enum { MM_CHUNK = 64, ROW_CHUNK = 16 }; /* outputs per matmul chunk, rows per row-wise chunk */
@@ -79,6 +80,13 @@ static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
 
+int gpt2c_infer_block_stage_count(void) {
+    int n = 0;
+    for (int i = 0; i < GPT2C_BLOCK_NSTAGES; i++)
+        n += gpt2c_block_stages[i].kind == GPT2C_STAGE_ATTENTION ? 2 : gpt2c_block_stages[i].kind == GPT2C_STAGE_GELU ? 0 : 1;
+    return n;
+}
+
 gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const int32_t *tokens, int n,
                              float *all_logits) {
     const gpt2c_model *m = s->m;
@@ -129,64 +137,73 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
             k->layernorm_forward(s->ln + (size_t)r0 * C, s->mean + r0, s->rstd + r0, s->x + (size_t)r0 * C,
                                  p[GPT2C_P_LN1W], p[GPT2C_P_LN1B], r1 - r0, C);
         });
-        float *x = s->x, *xn = s->x2; /* residual stream into, and out of, the current block */
+        /* the block's stages (model/gpt2_block.h) on the rows' scratch: the residual
+         * stream alternates x -> x2 -> x; every layernorm goes to ln (with mean,
+         * rstd); the matmul before a gelu applies it (one stage) */
+        float *buf[GPT2C_NUM_BUFS];
+        buf[GPT2C_BUF_X] = buf[GPT2C_BUF_Y] = s->x, buf[GPT2C_BUF_X2] = s->x2;
+        buf[GPT2C_BUF_LN1] = buf[GPT2C_BUF_LN2] = buf[GPT2C_BUF_LN_NEXT] = s->ln;
+        buf[GPT2C_BUF_QKV] = s->qkv, buf[GPT2C_BUF_ATTY] = s->atty, buf[GPT2C_BUF_PROJ] = s->proj;
+        buf[GPT2C_BUF_FCH] = buf[GPT2C_BUF_FCH_GELU] = s->fch;
         for (int l = 0; l < L; l++) {
-            const int last = l == L - 1;
-            const float *next_w = last ? p[GPT2C_P_LNFW] : p[GPT2C_P_LN1W] + (size_t)(l + 1) * C;
-            const float *next_b = last ? p[GPT2C_P_LNFB] : p[GPT2C_P_LN1B] + (size_t)(l + 1) * C;
             float *kc = s->kc + (size_t)l * s->layer_cache, *vc = s->vc + (size_t)l * s->layer_cache;
-            const gpt2c_tensor qkvw = W(QKVW, l), aw = W(ATTPROJW, l), fw = W(FCW, l), pw = W(FCPROJW, l);
-            const float *qkvb = p[GPT2C_P_QKVB] + (size_t)l * 3 * C, *ab = p[GPT2C_P_ATTPROJB] + (size_t)l * C;
-            const float *fb = p[GPT2C_P_FCB] + (size_t)l * 4 * C, *pb = p[GPT2C_P_FCPROJB] + (size_t)l * C;
-
-            STAGE(nchunks(3 * C, MM_CHUNK), GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(n, C, 3 * C, qkvw.fmt), {
-                RANGE(o0, o1, chunk, MM_CHUNK, 3 * C);
-                MATMUL_RANGE(s->qkv, s->ln, qkvw, qkvb, n, C, 3 * C, GPT2C_ACT_NONE, o0, o1);
-            });
-            /* the new keys and values into the cache, one sequence per chunk; then attention per head */
-            STAGE(nb, GPT2C_OP_ATTENTION, l, ((op_cost){0, 8.0 * n * C}), {
-                k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
-                            s->qkv + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
-            });
-            const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
-            STAGE(nchunks((long)nb * Tq * NH, att_step), GPT2C_OP_ATTENTION, l, att_cost, {
-                const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
-                if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
-                    const int b = (int)(t0 / NH), h = (int)(t0 % NH);
-                    k->attention_kv_range(s->atty + (size_t)b * C, s->qkv + (size_t)b * 3 * C, (size_t)3 * C,
-                                          kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, pos + b, 1, 1, s->ctx,
-                                          C, NH, h, h + 1);
-                } else {
-                    k->attention_kv_range(s->atty, s->qkv, (size_t)3 * C, kc + SEQ(0) * seq_floats,
-                                          vc + SEQ(0) * seq_floats, pos, nb, Tq, s->ctx, C, NH, t0,
-                                          t0 + att_step < tend ? t0 + att_step : tend);
+            for (int i = 0; i < GPT2C_BLOCK_NSTAGES; i++) {
+                const gpt2c_block_stage *bs = &gpt2c_block_stages[i];
+                const int IC = bs->ic * C, OC = bs->oc * C;
+                const float *in = buf[bs->in];
+                float *out = buf[bs->out];
+                switch (bs->kind) {
+                case GPT2C_STAGE_MATMUL: {
+                    const int gelu = i + 1 < GPT2C_BLOCK_NSTAGES && gpt2c_block_stages[i + 1].kind == GPT2C_STAGE_GELU;
+                    const gpt2c_tensor w = infer_weight(m, bs->w, l);
+                    const float *bias = p[bs->b] + (size_t)l * OC;
+                    if (gelu) out = buf[gpt2c_block_stages[++i].out];
+                    STAGE(nchunks(OC, MM_CHUNK), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
+                        RANGE(o0, o1, chunk, MM_CHUNK, OC);
+                        MATMUL_RANGE(out, in, w, bias, n, IC, OC, gelu ? GPT2C_ACT_GELU : GPT2C_ACT_NONE, o0, o1);
+                    });
+                    break;
                 }
-            });
-            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(n, C, C, aw.fmt), {
-                RANGE(o0, o1, chunk, MM_CHUNK, C);
-                MATMUL_RANGE(s->proj, s->atty, aw, ab, n, C, C, GPT2C_ACT_NONE, o0, o1);
-            });
-            STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
-                RANGE(r0, r1, chunk, ROW_CHUNK, n);
-                const size_t o = (size_t)r0 * C;
-                k->residual_layernorm_forward(xn + o, s->ln + o, s->mean + r0, s->rstd + r0, x + o, s->proj + o,
-                                              p[GPT2C_P_LN2W] + (size_t)l * C, p[GPT2C_P_LN2B] + (size_t)l * C,
-                                              r1 - r0, C);
-            });
-            STAGE(nchunks(4 * C, MM_CHUNK), GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(n, C, 4 * C, fw.fmt), {
-                RANGE(o0, o1, chunk, MM_CHUNK, 4 * C);
-                MATMUL_RANGE(s->fch, s->ln, fw, fb, n, C, 4 * C, GPT2C_ACT_GELU, o0, o1);
-            });
-            STAGE(nchunks(C, MM_CHUNK), GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(n, 4 * C, C, pw.fmt), {
-                RANGE(o0, o1, chunk, MM_CHUNK, C);
-                MATMUL_RANGE(s->proj, s->fch, pw, pb, n, 4 * C, C, GPT2C_ACT_NONE, o0, o1);
-            });
-            STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(n, C), {
-                RANGE(r0, r1, chunk, ROW_CHUNK, n);
-                const size_t o = (size_t)r0 * C;
-                k->residual_layernorm_forward(x + o, s->ln + o, s->mean + r0, s->rstd + r0, xn + o, s->proj + o,
-                                              next_w, next_b, r1 - r0, C);
-            });
+                case GPT2C_STAGE_ATTENTION: {
+                    /* the new keys and values into the cache, one sequence per chunk; then attention per head */
+                    STAGE(nb, bs->op, l, ((op_cost){0, 8.0 * n * C}), {
+                        k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
+                                    in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+                    });
+                    const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
+                    STAGE(nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
+                        const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
+                        if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
+                            const int b = (int)(t0 / NH), h = (int)(t0 % NH);
+                            k->attention_kv_range(out + (size_t)b * C, in + (size_t)b * 3 * C, (size_t)3 * C,
+                                                  kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, pos + b, 1, 1,
+                                                  s->ctx, C, NH, h, h + 1);
+                        } else {
+                            k->attention_kv_range(out, in, (size_t)3 * C, kc + SEQ(0) * seq_floats,
+                                                  vc + SEQ(0) * seq_floats, pos, nb, Tq, s->ctx, C, NH, t0,
+                                                  t0 + att_step < tend ? t0 + att_step : tend);
+                        }
+                    });
+                    break;
+                }
+                case GPT2C_STAGE_GELU: /* only after a matmul, which applied it */
+                    break;
+                case GPT2C_STAGE_RESIDUAL_LAYERNORM: {
+                    int w, b, wl;
+                    gpt2c_block_ln_params(bs, l, L, &w, &b, &wl);
+                    const float *lw = p[w] + (size_t)wl * C, *lb = p[b] + (size_t)wl * C;
+                    const float *res_in = buf[bs->res_in];
+                    float *res_out = buf[bs->res_out];
+                    STAGE(nchunks(n, ROW_CHUNK), bs->op, l, cost_residual_layernorm_fwd(n, C), {
+                        RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                        const size_t o = (size_t)r0 * C;
+                        k->residual_layernorm_forward(res_out + o, out + o, s->mean + r0, s->rstd + r0, res_in + o,
+                                                      in + o, lw, lb, r1 - r0, C);
+                    });
+                    break;
+                }
+                }
+            }
         }
         /* s->ln holds lnf (n,C) */
         const gpt2c_tensor wte = W(WTE, 0);

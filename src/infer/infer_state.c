@@ -69,7 +69,7 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
-    s->nctr = 8 * (int)L + 4; /* stages of one pass: 2 + 8 per layer (infer_forward.c) */
+    s->nctr = gpt2c_infer_block_stage_count() * (int)L + 4; /* stages of one pass: encoder, blocks, LM head (+2 spare) */
     s->ctr = gpt2c_alloc(sizeof(gpt2c_stage_ctr) * (size_t)s->nctr, "inference stage counters");
     if (!s->mem || !s->pos || !s->tok || !s->ctr) {
         gpt2c_infer_free(s);

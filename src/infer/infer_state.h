@@ -47,6 +47,9 @@ struct gpt2c_infer {
  * (seq < 0: decode of sequences seqs[0..n), or of 0..n-1 when seqs is NULL).
  * Writes the caches, advances the positions, and fills the logits of the last
  * row of each sequence (and of all rows into all_logits (n,Vp) when given). */
+/* Stages (counters) of one pass over a block: the block's stages as this
+ * executor runs them (attention in two, gelu inside its matmul). */
+int gpt2c_infer_block_stage_count(void);
 gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const int32_t *tokens, int n,
                              float *all_logits);
 

@@ -1,11 +1,12 @@
-/* GPT-2 forward: a fixed sequence of ops through the kernel table, each in a
- * profiler scope.  Shapes: N = B*T rows, C channels, L layers, Vp padded vocab. */
+/* GPT-2 forward: the encoder, the block's stages (gpt2_block.h) per layer, the
+ * LM head; each op one call into the kernel table, in a profiler scope.  Shapes: N = B*T rows, C channels, L layers, Vp padded vocab. */
 #include <string.h>
 
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
+#include "model/gpt2_block.h"
 #include "model/memspace.h"
 #include "model/model_internal.h"
 
@@ -67,34 +68,51 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
     OP(GPT2C_OP_LAYERNORM, 0, cost_layernorm_fwd(N, C),
        k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, P(LN1W, 0), P(LN1B, 0), N, C));
 
-    for (int l = 0; l < L; l++) {
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
-        float *ln1 = a->ln1 + l * sN * C, *qkv = a->qkv + l * sN * 3 * C, *atty = a->atty + l * sN * C;
-        float *state = a->att_state + l * S, *res2 = a->residual2 + l * sN * C, *ln2 = a->ln2 + l * sN * C;
-        float *fch = a->fch + l * sN * 4 * C, *fch_gelu = a->fch_gelu + l * sN * 4 * C;
-        float *res3 = a->residual3 + l * sN * C;
-        /* the layernorm after this block: next block's ln1, or the final one */
-        int last = l == L - 1;
-        float *next_ln = last ? a->lnf : a->ln1 + (l + 1) * sN * C;
-        float *next_mean = last ? a->lnf_mean : a->ln1_mean + (l + 1) * sN;
-        float *next_rstd = last ? a->lnf_rstd : a->ln1_rstd + (l + 1) * sN;
-        const float *next_w = last ? P(LNFW, 0) : P(LN1W, l + 1);
-        const float *next_b = last ? P(LNFB, 0) : P(LN1B, l + 1);
-        const gpt2c_tensor qkvw = W(QKVW, l), attprojw = W(ATTPROJW, l), fcw = W(FCW, l), fcprojw = W(FCPROJW, l);
+    for (int l = 0; l < L; l++) { /* the block's stages (gpt2_block.h) on this layer's activations */
+        float *buf[GPT2C_NUM_BUFS], *mean[GPT2C_NUM_BUFS] = {0}, *rstd[GPT2C_NUM_BUFS] = {0};
+        const int last = l == L - 1; /* Y's layernorm: the next block's ln1, or the final one */
+        buf[GPT2C_BUF_X] = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
+        buf[GPT2C_BUF_LN1] = a->ln1 + l * sN * C, mean[GPT2C_BUF_LN1] = a->ln1_mean + l * sN;
+        rstd[GPT2C_BUF_LN1] = a->ln1_rstd + l * sN;
+        buf[GPT2C_BUF_QKV] = a->qkv + l * sN * 3 * C, buf[GPT2C_BUF_ATTY] = a->atty + l * sN * C;
+        buf[GPT2C_BUF_PROJ] = a->proj, buf[GPT2C_BUF_X2] = a->residual2 + l * sN * C;
+        buf[GPT2C_BUF_LN2] = a->ln2 + l * sN * C, mean[GPT2C_BUF_LN2] = a->ln2_mean + l * sN;
+        rstd[GPT2C_BUF_LN2] = a->ln2_rstd + l * sN;
+        buf[GPT2C_BUF_FCH] = a->fch + l * sN * 4 * C, buf[GPT2C_BUF_FCH_GELU] = a->fch_gelu + l * sN * 4 * C;
+        buf[GPT2C_BUF_Y] = a->residual3 + l * sN * C;
+        buf[GPT2C_BUF_LN_NEXT] = last ? a->lnf : a->ln1 + (l + 1) * sN * C;
+        mean[GPT2C_BUF_LN_NEXT] = last ? a->lnf_mean : a->ln1_mean + (l + 1) * sN;
+        rstd[GPT2C_BUF_LN_NEXT] = last ? a->lnf_rstd : a->ln1_rstd + (l + 1) * sN;
+        float *state = a->att_state + l * S;
 
-        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_fwd(N, C, 3 * C, qkvw.fmt), MATMUL(qkv, ln1, qkvw, P(QKVB, l), N, C, 3 * C));
-        OP(GPT2C_OP_ATTENTION, l, cost_attention_fwd(B, T, C, NH, S), k->attention_forward(atty, state, qkv, B, T, C, NH));
-        OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_fwd(N, C, C, attprojw.fmt),
-           MATMUL(a->proj, atty, attprojw, P(ATTPROJB, l), N, C, C));
-        OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
-           k->residual_layernorm_forward(res2, ln2, a->ln2_mean + l * sN, a->ln2_rstd + l * sN, residual, a->proj,
-                                         P(LN2W, l), P(LN2B, l), N, C));
-        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_fwd(N, C, 4 * C, fcw.fmt), MATMUL(fch, ln2, fcw, P(FCB, l), N, C, 4 * C));
-        OP(GPT2C_OP_GELU, l, cost_gelu_fwd((double)N * 4 * C), k->gelu_forward(fch_gelu, fch, (size_t)N * 4 * C));
-        OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_fwd(N, 4 * C, C, fcprojw.fmt),
-           MATMUL(a->proj, fch_gelu, fcprojw, P(FCPROJB, l), N, 4 * C, C));
-        OP(GPT2C_OP_RESIDUAL_LAYERNORM, l, cost_residual_layernorm_fwd(N, C),
-           k->residual_layernorm_forward(res3, next_ln, next_mean, next_rstd, res2, a->proj, next_w, next_b, N, C));
+        for (int i = 0; i < GPT2C_BLOCK_NSTAGES; i++) {
+            const gpt2c_block_stage *bs = &gpt2c_block_stages[i];
+            const int IC = bs->ic * C, OC = bs->oc * C;
+            float *in = buf[bs->in], *out = buf[bs->out];
+            switch (bs->kind) {
+            case GPT2C_STAGE_MATMUL: {
+                const gpt2c_tensor w = gpt2c_param_view(m, m->params_mem, bs->w, l);
+                OP(bs->op, l, cost_matmul_fwd(N, IC, OC, w.fmt),
+                   MATMUL(out, in, w, gpt2c_param_slice(m, m->params_mem, bs->b, l), N, IC, OC));
+                break;
+            }
+            case GPT2C_STAGE_ATTENTION:
+                OP(bs->op, l, cost_attention_fwd(B, T, C, NH, S), k->attention_forward(out, state, in, B, T, C, NH));
+                break;
+            case GPT2C_STAGE_GELU:
+                OP(bs->op, l, cost_gelu_fwd((double)N * IC), k->gelu_forward(out, in, (size_t)N * IC));
+                break;
+            case GPT2C_STAGE_RESIDUAL_LAYERNORM: {
+                int w, b, wl;
+                gpt2c_block_ln_params(bs, l, L, &w, &b, &wl);
+                OP(bs->op, l, cost_residual_layernorm_fwd(N, C),
+                   k->residual_layernorm_forward(buf[bs->res_out], out, mean[bs->out], rstd[bs->out], buf[bs->res_in], in,
+                                                 gpt2c_param_slice(m, m->params_mem, w, wl),
+                                                 gpt2c_param_slice(m, m->params_mem, b, wl), N, C));
+                break;
+            }
+            }
+        }
     }
     const gpt2c_tensor wte = W(WTE, 0);
     OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(N, C, Vp, wte.fmt), MATMUL(a->logits, a->lnf, wte, NULL, N, C, Vp));

@@ -114,6 +114,10 @@ void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, co
         gpt2c_qmatmul_avx512_vnni(out, inp, w, bias, N, act, o0, o1);
         return;
     }
+    if (isa == GPT2C_ISA_AVX512 && gpt2c_qmatmul_lut4_takes(w, N)) {
+        gpt2c_qmatmul_lut4_avx512(out, inp, w, bias, N, act, o0, o1);
+        return;
+    }
     if (isa == GPT2C_ISA_AVX512) {
         gpt2c_qmatmul_avx512(out, inp, w, bias, N, act, o0, o1);
         return;

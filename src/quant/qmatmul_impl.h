@@ -18,6 +18,13 @@ void gpt2c_qmatmul_avx512(float *out, const float *inp, const gpt2c_tensor *w, c
 int gpt2c_qmatmul_vnni_takes(const gpt2c_tensor *w, int N);
 void gpt2c_qmatmul_avx512_vnni(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                                int o0, int o1);
+/* q4 / nf4 with fp32 activations through a 16-entry register lookup
+ * (qmatmul_lut_avx512.c), for up to QMM_VNNI_ROWS rows of a multiple of 64 <= QMM_MAX_IC. */
+int gpt2c_qmatmul_lut4_takes(const gpt2c_tensor *w, int N);
+void gpt2c_qmatmul_lut4_avx512(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
+                               int o0, int o1);
+/* Row r of a q4 / nf4 tensor dequantized in order (the same values as gpt2c_quant_unpack_row). */
+void gpt2c_quant_unpack4_row_avx512(const gpt2c_tensor *w, int64_t r, float *dst);
 void gpt2c_qmatmul_avx2(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                         int o0, int o1);
 
