@@ -67,32 +67,32 @@ static int http(const char *method, const char *path, const char *body, char **o
     srv_buf b = {0};
     char tmp[8192];
     ssize_t got;
-    while ((got = recv(fd, tmp, sizeof tmp, 0)) > 0) srv_buf_add(&b, tmp, (size_t)got);
+    while ((got = recv(fd, tmp, sizeof tmp, 0)) > 0) gpt2c_srv_buf_add(&b, tmp, (size_t)got);
     close(fd);
     int status = -1;
     char *hend = b.p ? strstr(b.p, "\r\n\r\n") : NULL;
     if (!hend || sscanf(b.p, "HTTP/1.%*d %d", &status) != 1) {
-        srv_buf_free(&b);
+        gpt2c_srv_buf_free(&b);
         return -1;
     }
     *hend = 0;
     const int chunked = strcasestr(b.p, "transfer-encoding: chunked") != NULL;
     const char *p = hend + 4, *end = b.p + b.len;
     srv_buf o = {0};
-    srv_buf_add(&o, "", 0);
+    gpt2c_srv_buf_add(&o, "", 0);
     if (!chunked) {
-        srv_buf_add(&o, p, (size_t)(end - p));
+        gpt2c_srv_buf_add(&o, p, (size_t)(end - p));
     } else {
         for (;;) {
             char *e;
             const unsigned long n = strtoul(p, &e, 16);
             const char *data = strstr(p, "\r\n");
             if (!data || n == 0 || data + 2 + n > end) break;
-            srv_buf_add(&o, data + 2, n);
+            gpt2c_srv_buf_add(&o, data + 2, n);
             p = data + 2 + n + 2;
         }
     }
-    srv_buf_free(&b);
+    gpt2c_srv_buf_free(&b);
     *out = o.p;
     return status;
 }
@@ -108,7 +108,7 @@ static int on_tok(void *user, int seq, int32_t id) {
     if (id == c->eot) return 0;
     const char *p;
     size_t len;
-    if (gpt2c_tokenizer_token_bytes(tok, id, &p, &len) == GPT2C_OK) srv_buf_add(&c->bytes, p, len);
+    if (gpt2c_tokenizer_token_bytes(tok, id, &p, &len) == GPT2C_OK) gpt2c_srv_buf_add(&c->bytes, p, len);
     c->n++;
     return 0;
 }
@@ -123,7 +123,7 @@ static char *expected(const char *prompt, int max_tokens, float temp, int top_k,
     gpt2c_sampler *smp = NULL;
     gpt2c_sampling sp = {temp, top_k, top_p, seed};
     collect c = {{0}, 0, gpt2c_tokenizer_eot(tok)};
-    srv_buf_add(&c.bytes, "", 0);
+    gpt2c_srv_buf_add(&c.bytes, "", 0);
     if (gpt2c_infer_create(model, 1, (int)nids + max_tokens, 0, &s) != GPT2C_OK ||
         gpt2c_sampler_create(&sp, gpt2c_model_config(model)->vocab_size, 1, &smp) != GPT2C_OK ||
         gpt2c_generate(s, smp, ids, (int)nids, max_tokens, c.eot, on_tok, &c, NULL) != GPT2C_OK) {
@@ -134,10 +134,10 @@ static char *expected(const char *prompt, int max_tokens, float temp, int top_k,
     free(ids);
     srv_utf8 u = {{0}, 0};
     srv_buf fixed = {0};
-    srv_buf_add(&fixed, "", 0);
-    srv_utf8_feed(&u, (const unsigned char *)c.bytes.p, c.bytes.len, 1, &fixed);
+    gpt2c_srv_buf_add(&fixed, "", 0);
+    gpt2c_srv_utf8_feed(&u, (const unsigned char *)c.bytes.p, c.bytes.len, 1, &fixed);
     *valid_utf8 = fixed.len == c.bytes.len && memcmp(fixed.p, c.bytes.p, c.bytes.len) == 0;
-    srv_buf_free(&c.bytes);
+    gpt2c_srv_buf_free(&c.bytes);
     *n = c.n;
     return fixed.p;
 }
@@ -170,12 +170,12 @@ static answer complete(const char *body, int stream) {
     char *resp = NULL;
     a.status = http("POST", "/v1/completions", body, &resp);
     srv_buf text = {0};
-    srv_buf_add(&text, "", 0);
+    gpt2c_srv_buf_add(&text, "", 0);
     if (a.status == 200 && !stream) {
         json_t *o = json_loads(resp, 0, NULL);
         json_t *ch = json_array_get(json_object_get(o, "choices"), 0);
         const char *t = json_string_value(json_object_get(ch, "text"));
-        if (t) srv_buf_add(&text, t, json_string_length(json_object_get(ch, "text")));
+        if (t) gpt2c_srv_buf_add(&text, t, json_string_length(json_object_get(ch, "text")));
         const char *f = json_string_value(json_object_get(ch, "finish_reason"));
         snprintf(a.finish, sizeof a.finish, "%s", f ? f : "");
         a.completion_tokens = (int)json_integer_value(json_object_get(json_object_get(o, "usage"), "completion_tokens"));
@@ -191,7 +191,7 @@ static answer complete(const char *body, int stream) {
             json_t *o = json_loads(line + 6, 0, NULL);
             json_t *ch = json_array_get(json_object_get(o, "choices"), 0);
             json_t *t = json_object_get(ch, "text");
-            if (t) srv_buf_add(&text, json_string_value(t), json_string_length(t));
+            if (t) gpt2c_srv_buf_add(&text, json_string_value(t), json_string_length(t));
             const char *f = json_string_value(json_object_get(ch, "finish_reason"));
             if (f) snprintf(a.finish, sizeof a.finish, "%s", f);
             a.events++;
@@ -211,31 +211,31 @@ static void test_utf8_repair(void) {
     for (size_t split = 0; split <= sizeof in - 1; split++) { /* fed in two parts, any split */
         srv_utf8 u = {{0}, 0};
         srv_buf o = {0};
-        srv_utf8_feed(&u, (const unsigned char *)in, split, 0, &o);
-        srv_utf8_feed(&u, (const unsigned char *)in + split, sizeof in - 1 - split, 1, &o);
+        gpt2c_srv_utf8_feed(&u, (const unsigned char *)in, split, 0, &o);
+        gpt2c_srv_utf8_feed(&u, (const unsigned char *)in + split, sizeof in - 1 - split, 1, &o);
         CHECK_MSG(o.len == sizeof want - 1 && memcmp(o.p, want, o.len) == 0, "utf8 repair, split at %zu", split);
-        srv_buf_free(&o);
+        gpt2c_srv_buf_free(&o);
     }
     /* a character cut between tokens is held, then completed; surrogates and overlongs are replaced */
     srv_utf8 u = {{0}, 0};
     srv_buf o = {0};
-    srv_utf8_feed(&u, (const unsigned char *)"\xE2\x82", 2, 0, &o);
+    gpt2c_srv_utf8_feed(&u, (const unsigned char *)"\xE2\x82", 2, 0, &o);
     CHECK(o.len == 0);
-    srv_utf8_feed(&u, (const unsigned char *)"\xAC\xED\xA0\x80\xC0\xAF", 6, 1, &o);
+    gpt2c_srv_utf8_feed(&u, (const unsigned char *)"\xAC\xED\xA0\x80\xC0\xAF", 6, 1, &o);
     CHECK(o.p && strcmp(o.p, "\xE2\x82\xAC\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD") == 0);
-    srv_buf_free(&o);
+    gpt2c_srv_buf_free(&o);
     /* stop strings: cut before the first, held back while it may still come */
     const char *stops[2] = {"END", "xyz"};
     srv_text t = {0};
-    CHECK(srv_text_add(&t, stops, 2, "abc E", 5, 0) == 0 && t.safe == 4);
-    CHECK(srv_text_add(&t, stops, 2, "N", 1, 0) == 0 && t.safe == 4);
-    CHECK(srv_text_add(&t, stops, 2, "Dtail", 5, 0) == 1 && t.text.len == 4 && memcmp(t.text.p, "abc ", 4) == 0);
-    srv_buf_free(&t.text);
+    CHECK(gpt2c_srv_text_add(&t, stops, 2, "abc E", 5, 0) == 0 && t.safe == 4);
+    CHECK(gpt2c_srv_text_add(&t, stops, 2, "N", 1, 0) == 0 && t.safe == 4);
+    CHECK(gpt2c_srv_text_add(&t, stops, 2, "Dtail", 5, 0) == 1 && t.text.len == 4 && memcmp(t.text.p, "abc ", 4) == 0);
+    gpt2c_srv_buf_free(&t.text);
     srv_text t2 = {0};
-    CHECK(srv_text_add(&t2, stops, 2, "ab x", 4, 0) == 0 && t2.safe == 3);
-    CHECK(srv_text_add(&t2, stops, 2, "y", 1, 0) == 0 && t2.safe == 3);
-    CHECK(srv_text_add(&t2, NULL, 0, NULL, 0, 1) == 0 && t2.safe == 5); /* the end: all of it */
-    srv_buf_free(&t2.text);
+    CHECK(gpt2c_srv_text_add(&t2, stops, 2, "ab x", 4, 0) == 0 && t2.safe == 3);
+    CHECK(gpt2c_srv_text_add(&t2, stops, 2, "y", 1, 0) == 0 && t2.safe == 3);
+    CHECK(gpt2c_srv_text_add(&t2, NULL, 0, NULL, 0, 1) == 0 && t2.safe == 5); /* the end: all of it */
+    gpt2c_srv_buf_free(&t2.text);
 }
 
 static void test_routes(void) {

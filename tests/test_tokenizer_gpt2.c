@@ -47,7 +47,7 @@ static void test_known(void) {
 
 /* Every token, merged from its bytes without the whole-piece shortcut, is itself. */
 static void test_shortcut_consistent(void) {
-    tok_ws *w = tok_ws_new();
+    tok_ws *w = gpt2c_tok_ws_new();
     int32_t *out = NULL;
     size_t cap = 0, bad = 0;
     for (int id = 0; id < gpt2c_tokenizer_vocab_size(tok); id++) {
@@ -55,11 +55,11 @@ static void test_shortcut_consistent(void) {
         const char *p;
         size_t len, n = 0;
         gpt2c_tokenizer_token_bytes(tok, id, &p, &len);
-        if (tok_bpe_piece(tok, w, (const uint8_t *)p, len, 0, &out, &n, &cap) || n != 1 || out[0] != id) bad++;
+        if (gpt2c_tok_bpe_piece(tok, w, (const uint8_t *)p, len, 0, &out, &n, &cap) || n != 1 || out[0] != id) bad++;
     }
     CHECK_MSG(bad == 0, "%zu tokens do not merge back to themselves", bad);
     free(out);
-    tok_ws_free(w);
+    gpt2c_tok_ws_free(w);
 }
 
 static uint64_t rng = 0x1234567;

@@ -35,7 +35,7 @@ static char *byte_vocab(const char *extra) {
     for (int b = 0; b < 256; b++) {
         char sym[8];
         uint8_t c = (uint8_t)b;
-        size_t k = tok_bytes_to_symbols(&c, 1, sym);
+        size_t k = gpt2c_tok_bytes_to_symbols(&c, 1, sym);
         sym[k] = 0;
         const char *esc = (b == '"' || b == '\\') ? "\\" : "";
         o += (size_t)snprintf(s + o, cap - o, "%s\"%s%s\": %d", b ? "," : "", esc, sym, b);

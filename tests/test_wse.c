@@ -29,7 +29,7 @@ static wse_mesh *mesh(int W, int H, gpt2c_wse_fidelity f, double hop) {
     p.v[GPT2C_WSE_P_HEIGHT] = H;
     p.v[GPT2C_WSE_P_HOP] = hop;
     wse_mesh *m = NULL;
-    if (wse_mesh_create(&p, GPT2C_WSE_VALUES_NONE, f, &m)) { fprintf(stderr, "mesh: %s\n", gpt2c_errmsg()); exit(1); }
+    if (gpt2c_wse_mesh_create(&p, GPT2C_WSE_VALUES_NONE, f, &m)) { fprintf(stderr, "mesh: %s\n", gpt2c_errmsg()); exit(1); }
     return m;
 }
 
@@ -45,40 +45,40 @@ static void expect_err(gpt2c_status st, const char *what, const char *needle) {
 static void test_limits(void) {
     wse_mesh *m = mesh(4, 4, GPT2C_WSE_FLOW, 1);
     uint32_t off;
-    expect_err(wse_route(m, 1, 2, 24, WSE_RAMP, 1u << WSE_E), "a 25th color", "color 24");
-    expect_err(wse_route(m, 1, 2, 21, WSE_RAMP, 1u << WSE_E), "a reserved color", "reserved");
-    CHECK(wse_route(m, 1, 2, 5, WSE_W, 1u << WSE_E) == GPT2C_OK, "a route: %s", gpt2c_errmsg());
-    CHECK(wse_route(m, 1, 2, 5, WSE_W, 1u << WSE_RAMP) == GPT2C_OK, "same upstream, more outputs: %s", gpt2c_errmsg());
-    expect_err(wse_route(m, 1, 2, 5, WSE_N, 1u << WSE_E), "two upstreams", "two upstreams");
-    CHECK(wse_queue_use(m, 0, 0, 2, 1, 0, 100) == GPT2C_OK, "a queue: %s", gpt2c_errmsg());
-    expect_err(wse_queue_use(m, 0, 0, 2, 1, 50, 120), "a shared queue", "queue 2");
-    CHECK(wse_queue_use(m, 0, 0, 2, 1, 100, 120) == GPT2C_OK, "a queue after the first op: %s", gpt2c_errmsg());
-    expect_err(wse_queue_use(m, 0, 0, 6, 1, 0, 1), "WSE-2 output queue 6", "queue 6");
-    expect_err(wse_bind_task(m, 3, 3, 28, 'l'), "a reserved task", "reserved");
-    CHECK(wse_bind_task(m, 3, 3, 8, 'l') == GPT2C_OK, "a task: %s", gpt2c_errmsg());
-    expect_err(wse_bind_task(m, 3, 3, 8, 'l'), "a task bound twice", "twice");
-    CHECK(wse_alloc(m, 2, 1, 10000, "tile A", &off) == GPT2C_OK, "40 KB: %s", gpt2c_errmsg());
-    expect_err(wse_alloc(m, 2, 1, 1000, "tile B", &off), "SRAM over budget", "tile B");
-    wse_mesh_free(m);
+    expect_err(gpt2c_wse_route(m, 1, 2, 24, WSE_RAMP, 1u << WSE_E), "a 25th color", "color 24");
+    expect_err(gpt2c_wse_route(m, 1, 2, 21, WSE_RAMP, 1u << WSE_E), "a reserved color", "reserved");
+    CHECK(gpt2c_wse_route(m, 1, 2, 5, WSE_W, 1u << WSE_E) == GPT2C_OK, "a route: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_route(m, 1, 2, 5, WSE_W, 1u << WSE_RAMP) == GPT2C_OK, "same upstream, more outputs: %s", gpt2c_errmsg());
+    expect_err(gpt2c_wse_route(m, 1, 2, 5, WSE_N, 1u << WSE_E), "two upstreams", "two upstreams");
+    CHECK(gpt2c_wse_queue_use(m, 0, 0, 2, 1, 0, 100) == GPT2C_OK, "a queue: %s", gpt2c_errmsg());
+    expect_err(gpt2c_wse_queue_use(m, 0, 0, 2, 1, 50, 120), "a shared queue", "queue 2");
+    CHECK(gpt2c_wse_queue_use(m, 0, 0, 2, 1, 100, 120) == GPT2C_OK, "a queue after the first op: %s", gpt2c_errmsg());
+    expect_err(gpt2c_wse_queue_use(m, 0, 0, 6, 1, 0, 1), "WSE-2 output queue 6", "queue 6");
+    expect_err(gpt2c_wse_bind_task(m, 3, 3, 28, 'l'), "a reserved task", "reserved");
+    CHECK(gpt2c_wse_bind_task(m, 3, 3, 8, 'l') == GPT2C_OK, "a task: %s", gpt2c_errmsg());
+    expect_err(gpt2c_wse_bind_task(m, 3, 3, 8, 'l'), "a task bound twice", "twice");
+    CHECK(gpt2c_wse_alloc(m, 2, 1, 10000, "tile A", &off) == GPT2C_OK, "40 KB: %s", gpt2c_errmsg());
+    expect_err(gpt2c_wse_alloc(m, 2, 1, 1000, "tile B", &off), "SRAM over budget", "tile B");
+    gpt2c_wse_mesh_free(m);
 }
 
 static void noop_task(wse_prog *pg, int x, int y) { (void)pg; (void)x; (void)y; }
 static float task_buf[4];
 static void send_east(wse_prog *pg, int x, int y) {
-    if (x == 0 && y == 0) wse_send_async(pg, 0, 0, 3, 2, task_buf, 4, -1);
+    if (x == 0 && y == 0) gpt2c_wse_send_async(pg, 0, 0, 3, 2, task_buf, 4, -1);
 }
 
 /* the task layer: reserved and unbound task IDs, a wavelet against its route */
 static void test_tasks(void) {
     wse_mesh *m = mesh(2, 1, GPT2C_WSE_FLOW, 1);
     wse_prog *pg;
-    CHECK(wse_prog_create(m, NULL, &pg) == GPT2C_OK, "prog");
-    expect_err(wse_bind_local(pg, 0, 0, 30, noop_task), "a reserved task ID", "reserved");
-    CHECK(wse_route(m, 0, 0, 3, WSE_RAMP, 1u << WSE_E) == GPT2C_OK, "route");
-    CHECK(wse_route(m, 1, 0, 3, WSE_N, 1u << WSE_RAMP) == GPT2C_OK, "route");
-    expect_err(wse_prog_launch(pg, send_east), "a wavelet from the west on a color routed from the north", "upstream");
-    wse_prog_free(pg);
-    wse_mesh_free(m);
+    CHECK(gpt2c_wse_prog_create(m, NULL, &pg) == GPT2C_OK, "prog");
+    expect_err(gpt2c_wse_bind_local(pg, 0, 0, 30, noop_task), "a reserved task ID", "reserved");
+    CHECK(gpt2c_wse_route(m, 0, 0, 3, WSE_RAMP, 1u << WSE_E) == GPT2C_OK, "route");
+    CHECK(gpt2c_wse_route(m, 1, 0, 3, WSE_N, 1u << WSE_RAMP) == GPT2C_OK, "route");
+    expect_err(gpt2c_wse_prog_launch(pg, send_east), "a wavelet from the west on a color routed from the north", "upstream");
+    gpt2c_wse_prog_free(pg);
+    gpt2c_wse_mesh_free(m);
 }
 
 static void test_op_costs(void) {
@@ -94,13 +94,13 @@ static void test_op_costs(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t t0 = wse_at(m, 1, 1)->t_ce;
-        uint64_t t1 = wse_compute(m, 1, 1, cases[i].op, 1, cases[i].n, cases[i].stride, 0);
+        uint64_t t1 = gpt2c_wse_compute(m, 1, 1, cases[i].op, 1, cases[i].n, cases[i].stride, 0);
         CHECK(t1 - t0 == cases[i].want, "op case %zu: %llu cycles, want %llu", i, (unsigned long long)(t1 - t0),
               (unsigned long long)cases[i].want);
     }
     m->p.v[GPT2C_WSE_P_FMA32] = 0.5;
-    CHECK(wse_op_cycles(m, WSE_OP_FMACS, 100, 1) == setup + 200, "fma32_rate 0.5");
-    wse_mesh_free(m);
+    CHECK(gpt2c_wse_op_cycles(m, WSE_OP_FMACS, 100, 1) == setup + 200, "fma32_rate 0.5");
+    gpt2c_wse_mesh_free(m);
 }
 
 /* one stream of n wavelets over h hops east from (0,0): tail arrival */
@@ -108,9 +108,9 @@ static uint64_t stream(gpt2c_wse_fidelity f, double hop, int h, long n) {
     wse_mesh *m = mesh(h + 1, 1, f, hop);
     uint64_t arr[256];
     wse_xfer x = {.x = 0, .y = 0, .dir1 = WSE_E, .hops1 = h, .color1 = 0, .color2 = 0, .n = n, .t0 = 0, .arrive = arr};
-    CHECK(wse_fabric_run(m, &x, 1) == GPT2C_OK, "stream: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_fabric_run(m, &x, 1) == GPT2C_OK, "stream: %s", gpt2c_errmsg());
     uint64_t t = arr[h - 1];
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return t;
 }
 
@@ -121,9 +121,9 @@ static uint64_t two_streams(gpt2c_wse_fidelity f, int shared, long n) {
     wse_xfer x[2] = {
         {.x = 0, .y = 0, .dir1 = WSE_E, .hops1 = 4, .color1 = 0, .color2 = 0, .n = n, .arrive = a},
         {.x = 0, .y = shared ? 0 : 1, .dir1 = WSE_E, .hops1 = 4, .color1 = 1, .color2 = 1, .n = n, .arrive = b}};
-    CHECK(wse_fabric_run(m, x, 2) == GPT2C_OK, "two streams: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_fabric_run(m, x, 2) == GPT2C_OK, "two streams: %s", gpt2c_errmsg());
     uint64_t t = a[3] > b[3] ? a[3] : b[3];
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return t;
 }
 
@@ -135,11 +135,11 @@ static void test_bcast_cost(void) {
         for (int hop = 1; hop <= 2; hop++) {
             wse_mesh *m = mesh(12, 1, f ? GPT2C_WSE_WAVELET : GPT2C_WSE_FLOW, hop);
             wse_line l = {0, 0, WSE_E, 12, 0};
-            CHECK(wse_coll_bcast(m, &l, 1, 300, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
+            CHECK(gpt2c_wse_coll_bcast(m, &l, 1, 300, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
             uint64_t want = 16 + 11 * (uint64_t)hop + 300 - 1;
             CHECK(wse_at(m, 11, 0)->t_ce == want, "fidelity %d hop %d: broadcast took %llu, want %llu", f, hop,
                   (unsigned long long)wse_at(m, 11, 0)->t_ce, (unsigned long long)want);
-            wse_mesh_free(m);
+            gpt2c_wse_mesh_free(m);
         }
 }
 
@@ -172,16 +172,16 @@ static uint64_t calib(gpt2c_wse_fidelity f, int P, gpt2c_wse_reduce algo) {
         rows[i] = (wse_line){0, i, WSE_E, P, i};
         cols[i] = (wse_line){i, 0, WSE_S, P, P / 2};
     }
-    CHECK(wse_coll_bcast(m, rows, P, 200, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
-    CHECK(wse_coll_reduce(m, cols, P, 200, algo, 4, 2, 3, 4, 5) == GPT2C_OK, "reduce: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_coll_bcast(m, rows, P, 200, 0) == GPT2C_OK, "bcast: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_coll_reduce(m, cols, P, 200, algo, 4, 2, 3, 4, 5) == GPT2C_OK, "reduce: %s", gpt2c_errmsg());
     /* and point-to-point streams crossing each other's paths */
     wse_p2p v[64];
     for (int i = 0; i < P; i++) v[i] = (wse_p2p){i, i, P - 1 - i, (i + P / 2) % P, 100};
     m->switched |= 3u << 6;
-    CHECK(wse_coll_p2p_many(m, v, P, 6) == GPT2C_OK, "p2p: %s", gpt2c_errmsg());
+    CHECK(gpt2c_wse_coll_p2p_many(m, v, P, 6) == GPT2C_OK, "p2p: %s", gpt2c_errmsg());
     uint64_t t = 0;
     for (int i = 0; i < P * P; i++) if (m->pe[i].t_ce > t) t = m->pe[i].t_ce;
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return t;
 }
 

@@ -16,17 +16,17 @@
 
 static void stat_cell(tbl *t, int r, int c, const gpt2c_profile_session *s, int g, int f, const char *fmt) {
     if (!S_have(s, g, f)) {
-        tbl_set(t, r, c, "-");
+        gpt2c_tbl_set(t, r, c, "-");
         return;
     }
-    tbl_set(t, r, c, fmt, S_mean(s, g, f));
+    gpt2c_tbl_set(t, r, c, fmt, S_mean(s, g, f));
 }
 
 static void ms_cells(tbl *t, int r, int c, const gpt2c_stat *st) {
-    tbl_set(t, r, c, "%.3f", st->mean);
-    tbl_set(t, r, c + 1, "%.3f", st->std);
-    tbl_set(t, r, c + 2, "%.3f", st->min);
-    tbl_set(t, r, c + 3, "%.3f", st->max);
+    gpt2c_tbl_set(t, r, c, "%.3f", st->mean);
+    gpt2c_tbl_set(t, r, c + 1, "%.3f", st->std);
+    gpt2c_tbl_set(t, r, c + 2, "%.3f", st->min);
+    gpt2c_tbl_set(t, r, c + 3, "%.3f", st->max);
 }
 
 static int has_hw(const gpt2c_profile_session *s) { return s->ctr && gpt2c_counters_have(s->ctr, GPT2C_CTR_CYCLES); }
@@ -40,14 +40,14 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         static const char *const H[] = {"phase", "ms mean", "std", "min", "max", "% step", "GFLOP/s"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-phases";
-        tbl_init(t, "Phases (per step)", H, 7);
+        gpt2c_tbl_init(t, "Phases (per step)", H, 7);
         for (int p = -1; p < GPT2C_PHASE_COUNT; p++) {
             int g = p < 0 ? G_STEP : G_PHASE0 + p;
             if (!S_have(s, g, F_MS)) continue;
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", p < 0 ? "step (total)" : gpt2c_phase_name((gpt2c_phase)p));
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", p < 0 ? "step (total)" : gpt2c_phase_name((gpt2c_phase)p));
             ms_cells(t, r, 1, S_stat(s, g, F_MS));
-            tbl_set(t, r, 5, "%.1f", 100 * S_mean(s, g, F_MS) / step);
+            gpt2c_tbl_set(t, r, 5, "%.1f", 100 * S_mean(s, g, F_MS) / step);
             stat_cell(t, r, 6, s, g, F_GFLOPS, "%.2f");
         }
     }
@@ -55,31 +55,31 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         static const char *const H[] = {"layer type", "ms", "std", "% step", "GFLOP/s", "GB/s", "FLOP/B", "bound", "% peak"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-layer-types";
-        tbl_init(t, "Layer types (forward + backward + optimizer, per step)", H, 9);
+        gpt2c_tbl_init(t, "Layer types (forward + backward + optimizer, per step)", H, 9);
         for (int l = 0; l < GPT2C_LT_COUNT; l++) {
             int g = G_LT0 + l;
             if (!S_have(s, g, F_MS)) continue;
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", gpt2c_layer_type_name((gpt2c_layer_type)l));
-            tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
-            tbl_set(t, r, 2, "%.3f", S_stat(s, g, F_MS)->std);
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_layer_type_name((gpt2c_layer_type)l));
+            gpt2c_tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
+            gpt2c_tbl_set(t, r, 2, "%.3f", S_stat(s, g, F_MS)->std);
             stat_cell(t, r, 3, s, g, F_PCT_STEP, "%.1f");
             stat_cell(t, r, 4, s, g, F_GFLOPS, "%.2f");
             stat_cell(t, r, 5, s, g, F_GBS, "%.2f");
             stat_cell(t, r, 6, s, g, F_AI, "%.2f");
-            tbl_set(t, r, 7, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
+            gpt2c_tbl_set(t, r, 7, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
             if (s->have_peak && S_have(s, g, F_GFLOPS)) {
                 int mem = !strcmp(gpt2c_prof_bound(s, g), "memory-bound");
-                tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.read_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
+                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.read_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
                         mem ? "bw" : "flops");
-            } else tbl_set(t, r, 8, "-");
+            } else gpt2c_tbl_set(t, r, 8, "-");
         }
     }
     {
         static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-top-ops";
-        tbl_init(t, "Top ops (per step, sorted by self time)", H, 10);
+        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", H, 10);
         int order[GPT2C_OP_COUNT], k = 0;
         for (int o = 0; o < GPT2C_OP_COUNT; o++)
             if (S_have(s, G_OP0 + o, F_MS)) order[k++] = o;
@@ -90,30 +90,30 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
                 order[j - 1] = x;
             }
         for (int i = 0; i < k; i++) {
-            int g = G_OP0 + order[i], r = tbl_row(t);
+            int g = G_OP0 + order[i], r = gpt2c_tbl_row(t);
             double calls = S_mean(s, g, F_CALLS);
-            tbl_set(t, r, 0, "%s", gpt2c_op_name((gpt2c_op)order[i]));
-            tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
-            tbl_set(t, r, 2, "%.3f", S_stat(s, g, F_MS)->std);
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_op_name((gpt2c_op)order[i]));
+            gpt2c_tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
+            gpt2c_tbl_set(t, r, 2, "%.3f", S_stat(s, g, F_MS)->std);
             stat_cell(t, r, 3, s, g, F_PCT_STEP, "%.1f");
-            tbl_set(t, r, 4, "%.0f", calls);
-            tbl_set(t, r, 5, "%.1f", calls > 0 ? 1e3 * S_mean(s, g, F_MS) / calls : 0);
+            gpt2c_tbl_set(t, r, 4, "%.0f", calls);
+            gpt2c_tbl_set(t, r, 5, "%.1f", calls > 0 ? 1e3 * S_mean(s, g, F_MS) / calls : 0);
             stat_cell(t, r, 6, s, g, F_GFLOPS, "%.2f");
             stat_cell(t, r, 7, s, g, F_GBS, "%.2f");
             stat_cell(t, r, 8, s, g, F_AI, "%.2f");
-            tbl_set(t, r, 9, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
+            gpt2c_tbl_set(t, r, 9, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
         }
     }
     {
         static const char *const H[] = {"component (forward)", "ms mean", "std", "min", "max", "GFLOP/s"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-components";
-        tbl_init(t, "Components, as in the seed study (forward pass, per step)", H, 6);
+        gpt2c_tbl_init(t, "Components, as in the seed study (forward pass, per step)", H, 6);
         for (int c = 0; c < COMP_COUNT; c++) {
             int g = G_COMP0 + c;
             if (!S_have(s, g, F_MS)) continue;
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", gpt2c_comp_name(c));
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_comp_name(c));
             ms_cells(t, r, 1, S_stat(s, g, F_MS));
             stat_cell(t, r, 5, s, g, F_GFLOPS, "%.2f");
         }
@@ -123,15 +123,15 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
                                         "CPI", "L1D MPKI", "LLC MPKI", "br MPKI"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-counters";
-        tbl_init(t, "Counters per layer type and phase (per step)", H, 10);
+        gpt2c_tbl_init(t, "Counters per layer type and phase (per step)", H, 10);
         for (int g = 0; g < G_OP0; g++) {
             if (!S_have(s, g, F_CTR0 + GPT2C_CTR_TASK_CLOCK)) continue;
             char nm[64];
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", gpt2c_group_name(g, nm, sizeof nm));
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_group_name(g, nm, sizeof nm));
             stat_cell(t, r, 1, s, g, F_CPU_UTIL, "%.1f");
             if (S_have(s, g, F_CTR0 + GPT2C_CTR_TASK_CLOCK))
-                tbl_set(t, r, 2, "%.3f", 1e-6 * S_mean(s, g, F_CTR0 + GPT2C_CTR_TASK_CLOCK));
+                gpt2c_tbl_set(t, r, 2, "%.3f", 1e-6 * S_mean(s, g, F_CTR0 + GPT2C_CTR_TASK_CLOCK));
             stat_cell(t, r, 3, s, g, F_CTR0 + GPT2C_CTR_PAGE_FAULTS, "%.1f");
             stat_cell(t, r, 4, s, g, F_CTR0 + GPT2C_CTR_CTX_SWITCHES, "%.1f");
             stat_cell(t, r, 5, s, g, F_CTR0 + GPT2C_CTR_MIGRATIONS, "%.1f");
@@ -145,12 +145,12 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         static const char *const H[] = {"group", "frontend", "bad spec", "backend", "retiring", "memory", "core"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-topdown";
-        tbl_init(t, "Top-down (fractions of slots)", H, 7);
+        gpt2c_tbl_init(t, "Top-down (fractions of slots)", H, 7);
         for (int g = 0; g < G_OP0; g++) {
             if (!S_have(s, g, F_TD_RET)) continue;
             char nm[64];
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", gpt2c_group_name(g, nm, sizeof nm));
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_group_name(g, nm, sizeof nm));
             static const int F[] = {F_TD_FE, F_TD_BS, F_TD_BE, F_TD_RET, F_TD_MEM, F_TD_CORE};
             for (int i = 0; i < 6; i++) stat_cell(t, r, 1 + i, s, g, F[i], "%.3f");
         }
@@ -159,14 +159,14 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         static const char *const H[] = {"backend", "threads", "step ms", "std", "min", "max", "speedup", "efficiency"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-scaling";
-        tbl_init(t, "Scaling (speedup vs the same backend's fewest threads)", H, 8);
+        gpt2c_tbl_init(t, "Scaling (speedup vs the same backend's fewest threads)", H, 8);
         for (int i = 0; i < s->nscaling; i++) {
             const scaling_row *q = &s->scaling[i];
-            int r = tbl_row(t);
-            tbl_set(t, r, 0, "%s", q->backend);
-            tbl_set(t, r, 1, "%d", q->threads);
+            int r = gpt2c_tbl_row(t);
+            gpt2c_tbl_set(t, r, 0, "%s", q->backend);
+            gpt2c_tbl_set(t, r, 1, "%d", q->threads);
             if (!q->step_ms.n) {
-                tbl_set(t, r, 2, "unavailable: %s", q->reason);
+                gpt2c_tbl_set(t, r, 2, "unavailable: %s", q->reason);
                 continue;
             }
             ms_cells(t, r, 2, &q->step_ms);
@@ -177,8 +177,8 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
                     bt = s->scaling[j].threads;
                     base = s->scaling[j].step_ms.mean;
                 }
-            tbl_set(t, r, 6, "%.2f", base / q->step_ms.mean);
-            tbl_set(t, r, 7, "%.0f%%", 100 * base / q->step_ms.mean / ((double)q->threads / bt));
+            gpt2c_tbl_set(t, r, 6, "%.2f", base / q->step_ms.mean);
+            gpt2c_tbl_set(t, r, 7, "%.0f%%", 100 * base / q->step_ms.mean / ((double)q->threads / bt));
         }
     }
     return nt;
@@ -187,41 +187,41 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
 static void counters_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     const char *pre = html ? "<p class=\"note\">" : "", *post = html ? "</p>\n" : "\n";
     if (!s->ctr) {
-        sb_printf(b, "%scounters: off%s", pre, post);
+        gpt2c_sb_printf(b, "%scounters: off%s", pre, post);
         return;
     }
     if (!has_hw(s)) {
-        sb_printf(b, "%shardware counters unavailable: ", pre);
-        if (html) sb_html(b, gpt2c_counters_hw_reason(s->ctr));
-        else sb_puts(b, gpt2c_counters_hw_reason(s->ctr));
-        sb_printf(b, "; reporting software counters%s", post);
+        gpt2c_sb_printf(b, "%shardware counters unavailable: ", pre);
+        if (html) gpt2c_sb_html(b, gpt2c_counters_hw_reason(s->ctr));
+        else gpt2c_sb_puts(b, gpt2c_counters_hw_reason(s->ctr));
+        gpt2c_sb_printf(b, "; reporting software counters%s", post);
     } else {
-        sb_printf(b, "%shardware counters: on (%s), top-down: %s, min running/enabled %.3f%s", pre, gpt2c_counters_cpu(s->ctr),
+        gpt2c_sb_printf(b, "%shardware counters: on (%s), top-down: %s, min running/enabled %.3f%s", pre, gpt2c_counters_cpu(s->ctr),
                   gpt2c_td_scheme_name((gpt2c_td_scheme)gpt2c_counters_td_scheme(s->ctr)),
                   gpt2c_counters_min_running_ratio(s->ctr), post);
     }
-    if (!has_sw(s)) sb_printf(b, "%ssoftware counters unavailable: %s%s", pre, gpt2c_counters_sw_reason(s->ctr), post);
+    if (!has_sw(s)) gpt2c_sb_printf(b, "%ssoftware counters unavailable: %s%s", pre, gpt2c_counters_sw_reason(s->ctr), post);
 }
 
 static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     const char *pre = html ? "<p>" : "", *post = html ? "</p>\n" : "\n";
     gpt2c_stat st = gpt2c_profile_session_step_ms(s);
-    sb_printf(b, "%smodel %s (L=%d), B=%d T=%d, backend %s, %d threads; %d trials, %zu steps%s", pre, s->model_name, s->L,
+    gpt2c_sb_printf(b, "%smodel %s (L=%d), B=%d T=%d, backend %s, %d threads; %d trials, %zu steps%s", pre, s->model_name, s->L,
               s->B, s->T, s->backend, s->nthreads, s->ntrials, s->steps_total, post);
-    sb_printf(b, "%sstep %.2f ms (std %.2f, min %.2f, max %.2f); %.0f tokens/s%s", pre, st.mean, st.std, st.min, st.max,
+    gpt2c_sb_printf(b, "%sstep %.2f ms (std %.2f, min %.2f, max %.2f); %.0f tokens/s%s", pre, st.mean, st.std, st.min, st.max,
               st.mean > 0 ? 1e3 * s->B * s->T / st.mean : 0, post);
     if (s->have_peak)
-        sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s), %.1f GB/s read, %d threads (%s)%s", pre, s->peak.gflops,
+        gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s), %.1f GB/s read, %d threads (%s)%s", pre, s->peak.gflops,
                   s->peak.best_isa, s->peak.read_gbs, s->peak.threads, s->peak.from_cache ? "cached" : "measured now", post);
     else
-        sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
+        gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)
-        sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
+        gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
                   pre, s->ovh_off, s->ovh_on, 100 * (s->ovh_on / s->ovh_off - 1), s->ovh_ctr,
                   s->ovh_ctr > 0 ? 100 * (s->ovh_ctr / s->ovh_off - 1) : 0.0, post);
     if (s->ctr && s->steps_total && st.mean > 0) {
         double ms = (double)s->ctr_read_ns * 1e-6 / (double)s->steps_total;
-        sb_printf(b, "%scounter reads at scope edges: %.3f ms per step = %.2f%% of the step (timed inside the hooks)%s", pre,
+        gpt2c_sb_printf(b, "%scounter reads at scope edges: %.3f ms per step = %.2f%% of the step (timed inside the hooks)%s", pre,
                   ms, 100 * ms / st.mean, post);
     }
     counters_lines(s, b, html);
@@ -233,88 +233,88 @@ void gpt2c_prof_render_text(gpt2c_profile_session *s, sbuf *b) {
     const char *ids[16];
     int nt = build_tables(s, T, ids);
     for (int i = 0; i < nt; i++) {
-        if (T[i]) tbl_text(T[i], b);
+        if (T[i]) gpt2c_tbl_text(T[i], b);
         free(T[i]);
     }
     char f[MAX_FINDINGS][512];
     int nf = gpt2c_prof_findings(s, f, MAX_FINDINGS);
-    sb_puts(b, "\nFindings\n");
-    for (int i = 0; i < nf; i++) sb_printf(b, "  - %s\n", f[i]);
+    gpt2c_sb_puts(b, "\nFindings\n");
+    for (int i = 0; i < nf; i++) gpt2c_sb_printf(b, "  - %s\n", f[i]);
 }
 
 static void json_stat(sbuf *b, const gpt2c_stat *st) {
-    sb_puts(b, "{\"mean\":");
-    sb_json_num(b, st->mean);
-    sb_puts(b, ",\"std\":");
-    sb_json_num(b, st->std);
-    sb_puts(b, ",\"min\":");
-    sb_json_num(b, st->min);
-    sb_puts(b, ",\"max\":");
-    sb_json_num(b, st->max);
-    sb_printf(b, ",\"n\":%d}", st->n);
+    gpt2c_sb_puts(b, "{\"mean\":");
+    gpt2c_sb_json_num(b, st->mean);
+    gpt2c_sb_puts(b, ",\"std\":");
+    gpt2c_sb_json_num(b, st->std);
+    gpt2c_sb_puts(b, ",\"min\":");
+    gpt2c_sb_json_num(b, st->min);
+    gpt2c_sb_puts(b, ",\"max\":");
+    gpt2c_sb_json_num(b, st->max);
+    gpt2c_sb_printf(b, ",\"n\":%d}", st->n);
 }
 
 static void json_group(gpt2c_profile_session *s, sbuf *b, int g) {
-    sb_puts(b, "{");
+    gpt2c_sb_puts(b, "{");
     int first = 1;
     for (int f = 0; f < F_COUNT; f++) {
         if (!S_have(s, g, f)) continue;
-        sb_printf(b, "%s\"%s\":", first ? "" : ",", gpt2c_field_name(f));
+        gpt2c_sb_printf(b, "%s\"%s\":", first ? "" : ",", gpt2c_field_name(f));
         json_stat(b, S_stat(s, g, f));
         first = 0;
     }
     const char *bound = gpt2c_prof_bound(s, g);
-    if (bound[0]) sb_printf(b, "%s\"bound\":\"%s\"", first ? "" : ",", bound);
-    sb_puts(b, "}");
+    if (bound[0]) gpt2c_sb_printf(b, "%s\"bound\":\"%s\"", first ? "" : ",", bound);
+    gpt2c_sb_puts(b, "}");
 }
 
 void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
-    sb_printf(b, "{\n\"tool\":\"gpt2c profile\",\"version\":\"%s\",\n\"command_line\":\"", GPT2C_VERSION);
-    sb_json_str(b, s->command_line);
-    sb_puts(b, "\",\n\"machine\":{\"cpu\":\"");
-    sb_json_str(b, s->have_peak ? s->peak.cpu : (s->ctr ? gpt2c_counters_cpu(s->ctr) : "unknown"));
-    sb_printf(b, "\",\"threads\":%d,\"peak\":", s->nthreads);
+    gpt2c_sb_printf(b, "{\n\"tool\":\"gpt2c profile\",\"version\":\"%s\",\n\"command_line\":\"", GPT2C_VERSION);
+    gpt2c_sb_json_str(b, s->command_line);
+    gpt2c_sb_puts(b, "\",\n\"machine\":{\"cpu\":\"");
+    gpt2c_sb_json_str(b, s->have_peak ? s->peak.cpu : (s->ctr ? gpt2c_counters_cpu(s->ctr) : "unknown"));
+    gpt2c_sb_printf(b, "\",\"threads\":%d,\"peak\":", s->nthreads);
     if (s->have_peak) {
-        sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"per_isa\":{",
+        gpt2c_sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"per_isa\":{",
                   s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, s->peak.gflops / s->peak.read_gbs,
                   s->peak.from_cache ? "true" : "false");
         for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
-            sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name((gpt2c_isa)i));
-            if (s->peak.fma_gflops[i] > 0) sb_printf(b, "%.3f", s->peak.fma_gflops[i]);
-            else sb_puts(b, "null");
+            gpt2c_sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name((gpt2c_isa)i));
+            if (s->peak.fma_gflops[i] > 0) gpt2c_sb_printf(b, "%.3f", s->peak.fma_gflops[i]);
+            else gpt2c_sb_puts(b, "null");
         }
-        sb_puts(b, "}}");
+        gpt2c_sb_puts(b, "}}");
     } else {
-        sb_puts(b, "null,\"peak_unavailable\":\"");
-        sb_json_str(b, s->peak_reason);
-        sb_puts(b, "\"");
+        gpt2c_sb_puts(b, "null,\"peak_unavailable\":\"");
+        gpt2c_sb_json_str(b, s->peak_reason);
+        gpt2c_sb_puts(b, "\"");
     }
-    sb_puts(b, "},\n\"model\":{\"name\":\"");
-    sb_json_str(b, s->model_name);
-    sb_printf(b, "\",\"layers\":%d,\"batch\":%d,\"seq\":%d,\"params\":%zu,\"backend\":\"", s->L, s->B, s->T, s->m->num_params);
-    sb_json_str(b, s->backend);
-    sb_printf(b, "\"},\n\"trials\":%d,\"steps\":%zu,\n\"counters\":{", s->ntrials, s->steps_total);
-    if (!s->ctr) sb_puts(b, "\"enabled\":false");
+    gpt2c_sb_puts(b, "},\n\"model\":{\"name\":\"");
+    gpt2c_sb_json_str(b, s->model_name);
+    gpt2c_sb_printf(b, "\",\"layers\":%d,\"batch\":%d,\"seq\":%d,\"params\":%zu,\"backend\":\"", s->L, s->B, s->T, s->m->num_params);
+    gpt2c_sb_json_str(b, s->backend);
+    gpt2c_sb_printf(b, "\"},\n\"trials\":%d,\"steps\":%zu,\n\"counters\":{", s->ntrials, s->steps_total);
+    if (!s->ctr) gpt2c_sb_puts(b, "\"enabled\":false");
     else {
-        sb_puts(b, "\"enabled\":true,\"hardware\":");
-        if (has_hw(s)) sb_puts(b, "\"available\"");
+        gpt2c_sb_puts(b, "\"enabled\":true,\"hardware\":");
+        if (has_hw(s)) gpt2c_sb_puts(b, "\"available\"");
         else {
-            sb_puts(b, "\"unavailable: ");
-            sb_json_str(b, gpt2c_counters_hw_reason(s->ctr));
-            sb_puts(b, "\"");
+            gpt2c_sb_puts(b, "\"unavailable: ");
+            gpt2c_sb_json_str(b, gpt2c_counters_hw_reason(s->ctr));
+            gpt2c_sb_puts(b, "\"");
         }
-        sb_printf(b, ",\"software\":\"%s\",\"topdown_scheme\":\"%s\",\"min_running_ratio\":%.4f,\"counted\":[",
+        gpt2c_sb_printf(b, ",\"software\":\"%s\",\"topdown_scheme\":\"%s\",\"min_running_ratio\":%.4f,\"counted\":[",
                   has_sw(s) ? "available" : "unavailable", gpt2c_td_scheme_name((gpt2c_td_scheme)gpt2c_counters_td_scheme(s->ctr)),
                   gpt2c_counters_min_running_ratio(s->ctr));
         int first = 1;
         for (int c = 0; c < GPT2C_CTR_COUNT; c++)
             if (gpt2c_counters_have(s->ctr, (gpt2c_ctr)c)) {
-                sb_printf(b, "%s\"%s\"", first ? "" : ",", gpt2c_ctr_name((gpt2c_ctr)c));
+                gpt2c_sb_printf(b, "%s\"%s\"", first ? "" : ",", gpt2c_ctr_name((gpt2c_ctr)c));
                 first = 0;
             }
-        sb_puts(b, "]");
+        gpt2c_sb_puts(b, "]");
     }
-    sb_puts(b, "},\n\"step\":");
+    gpt2c_sb_puts(b, "},\n\"step\":");
     json_group(s, b, G_STEP);
     const struct {
         const char *key;
@@ -324,7 +324,7 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
                {"ops", G_OP0, GPT2C_OP_COUNT},
                {"components", G_COMP0, COMP_COUNT}};
     for (size_t k = 0; k < sizeof sec / sizeof sec[0]; k++) {
-        sb_printf(b, ",\n\"%s\":{", sec[k].key);
+        gpt2c_sb_printf(b, ",\n\"%s\":{", sec[k].key);
         int first = 1;
         for (int i = 0; i < sec[k].n; i++) {
             int g = sec[k].g0 + i;
@@ -333,90 +333,90 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
                              : k == 1 ? gpt2c_layer_type_name((gpt2c_layer_type)i)
                              : k == 2 ? gpt2c_op_name((gpt2c_op)i)
                                       : gpt2c_comp_name(i);
-            sb_printf(b, "%s\n  \"%s\":", first ? "" : ",", nm);
+            gpt2c_sb_printf(b, "%s\n  \"%s\":", first ? "" : ",", nm);
             json_group(s, b, g);
             first = 0;
         }
-        sb_puts(b, "}");
+        gpt2c_sb_puts(b, "}");
     }
-    sb_puts(b, ",\n\"scaling\":[");
+    gpt2c_sb_puts(b, ",\n\"scaling\":[");
     for (int i = 0; i < s->nscaling; i++) {
         const scaling_row *r = &s->scaling[i];
-        sb_printf(b, "%s\n  {\"backend\":\"%s\",\"threads\":%d,", i ? "," : "", r->backend, r->threads);
+        gpt2c_sb_printf(b, "%s\n  {\"backend\":\"%s\",\"threads\":%d,", i ? "," : "", r->backend, r->threads);
         if (r->step_ms.n) {
-            sb_puts(b, "\"step_ms\":");
+            gpt2c_sb_puts(b, "\"step_ms\":");
             json_stat(b, &r->step_ms);
         } else {
-            sb_puts(b, "\"unavailable\":\"");
-            sb_json_str(b, r->reason);
-            sb_puts(b, "\"");
+            gpt2c_sb_puts(b, "\"unavailable\":\"");
+            gpt2c_sb_json_str(b, r->reason);
+            gpt2c_sb_puts(b, "\"");
         }
-        sb_puts(b, "}");
+        gpt2c_sb_puts(b, "}");
     }
-    sb_puts(b, "],\n\"overhead\":");
+    gpt2c_sb_puts(b, "],\n\"overhead\":");
     if (s->ovh_off > 0)
-        sb_printf(b, "{\"off_ms\":%.4f,\"timers_ms\":%.4f,\"timers_pct\":%.3f,\"timers_counters_ms\":%.4f,\"timers_counters_pct\":%.3f}",
+        gpt2c_sb_printf(b, "{\"off_ms\":%.4f,\"timers_ms\":%.4f,\"timers_pct\":%.3f,\"timers_counters_ms\":%.4f,\"timers_counters_pct\":%.3f}",
                   s->ovh_off, s->ovh_on, 100 * (s->ovh_on / s->ovh_off - 1), s->ovh_ctr,
                   s->ovh_ctr > 0 ? 100 * (s->ovh_ctr / s->ovh_off - 1) : 0.0);
-    else sb_puts(b, "null");
+    else gpt2c_sb_puts(b, "null");
     gpt2c_stat stp = gpt2c_profile_session_step_ms(s);
     if (s->ctr && s->steps_total && stp.mean > 0) {
         double ms = (double)s->ctr_read_ns * 1e-6 / (double)s->steps_total;
-        sb_printf(b, ",\n\"counter_reads\":{\"ms_per_step\":%.4f,\"pct_of_step\":%.3f}", ms, 100 * ms / stp.mean);
+        gpt2c_sb_printf(b, ",\n\"counter_reads\":{\"ms_per_step\":%.4f,\"pct_of_step\":%.3f}", ms, 100 * ms / stp.mean);
     }
     char f[MAX_FINDINGS][512];
     int nf = gpt2c_prof_findings(s, f, MAX_FINDINGS);
-    sb_puts(b, ",\n\"findings\":[");
+    gpt2c_sb_puts(b, ",\n\"findings\":[");
     for (int i = 0; i < nf; i++) {
-        sb_printf(b, "%s\n  \"", i ? "," : "");
-        sb_json_str(b, f[i]);
-        sb_puts(b, "\"");
+        gpt2c_sb_printf(b, "%s\n  \"", i ? "," : "");
+        gpt2c_sb_json_str(b, f[i]);
+        gpt2c_sb_puts(b, "\"");
     }
-    sb_printf(b, "],\n\"trace\":{\"op_events\":%zu,\"dropped\":%zu,\"truncated\":%s}\n}\n", s->trace_events, s->prof.dropped,
+    gpt2c_sb_printf(b, "],\n\"trace\":{\"op_events\":%zu,\"dropped\":%zu,\"truncated\":%s}\n}\n", s->trace_events, s->prof.dropped,
               s->trace_full ? "true" : "false");
 }
 
 void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
-    sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct\n");
+    gpt2c_sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct\n");
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
         int g = G_OP0 + o;
         if (!S_have(s, g, F_MS)) continue;
         const gpt2c_stat *ms = S_stat(s, g, F_MS);
         double calls = S_mean(s, g, F_CALLS);
-        sb_printf(b, "%s,%s,%.0f,%.4f,%.4f,%.4f,%.4f,", gpt2c_op_name((gpt2c_op)o),
+        gpt2c_sb_printf(b, "%s,%s,%.0f,%.4f,%.4f,%.4f,%.4f,", gpt2c_op_name((gpt2c_op)o),
                   gpt2c_layer_type_name(gpt2c_op_layer_type((gpt2c_op)o)), calls, ms->mean, ms->std, ms->min, ms->max);
         static const int F[] = {F_PCT_STEP, -1, F_GFLOPS, F_GBS, F_AI};
         for (int i = 0; i < 5; i++) {
-            if (F[i] < 0) sb_printf(b, "%.2f,", calls > 0 ? 1e3 * ms->mean / calls : 0);
-            else if (S_have(s, g, F[i])) sb_printf(b, "%.4f,", S_mean(s, g, F[i]));
-            else sb_puts(b, ",");
+            if (F[i] < 0) gpt2c_sb_printf(b, "%.2f,", calls > 0 ? 1e3 * ms->mean / calls : 0);
+            else if (S_have(s, g, F[i])) gpt2c_sb_printf(b, "%.4f,", S_mean(s, g, F[i]));
+            else gpt2c_sb_puts(b, ",");
         }
-        sb_printf(b, "%s,", gpt2c_prof_bound(s, g));
-        if (S_have(s, g, F_CPU_UTIL)) sb_printf(b, "%.2f", S_mean(s, g, F_CPU_UTIL));
-        sb_puts(b, "\n");
+        gpt2c_sb_printf(b, "%s,", gpt2c_prof_bound(s, g));
+        if (S_have(s, g, F_CPU_UTIL)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_CPU_UTIL));
+        gpt2c_sb_puts(b, "\n");
     }
 }
 
 void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
-    sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpt2c profile: ");
-    sb_html(b, s->model_name);
-    sb_puts(b, "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
+    gpt2c_sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpt2c profile: ");
+    gpt2c_sb_html(b, s->model_name);
+    gpt2c_sb_puts(b, "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
                "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}"
                "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee}.note{color:#a40}"
                "svg{display:block;margin:1em 0;border:1px solid #ddd}code{background:#f4f4f4}</style></head><body>\n");
-    sb_puts(b, "<h1>gpt2c profile</h1>\n<p><code>");
-    sb_html(b, s->command_line);
-    sb_puts(b, "</code></p>\n");
+    gpt2c_sb_puts(b, "<h1>gpt2c profile</h1>\n<p><code>");
+    gpt2c_sb_html(b, s->command_line);
+    gpt2c_sb_puts(b, "</code></p>\n");
     header_lines(s, b, 1);
     char f[MAX_FINDINGS][512];
     int nf = gpt2c_prof_findings(s, f, MAX_FINDINGS);
-    sb_puts(b, "<h2>Findings</h2>\n<ul id=\"findings\">\n");
+    gpt2c_sb_puts(b, "<h2>Findings</h2>\n<ul id=\"findings\">\n");
     for (int i = 0; i < nf; i++) {
-        sb_puts(b, "<li>");
-        sb_html(b, f[i]);
-        sb_puts(b, "</li>\n");
+        gpt2c_sb_puts(b, "<li>");
+        gpt2c_sb_html(b, f[i]);
+        gpt2c_sb_puts(b, "</li>\n");
     }
-    sb_puts(b, "</ul>\n<h2>Charts</h2>\n");
+    gpt2c_sb_puts(b, "</ul>\n<h2>Charts</h2>\n");
     gpt2c_prof_svg_phases(s, b);
     gpt2c_prof_svg_top_ops(s, b);
     gpt2c_prof_svg_layer_types(s, b);
@@ -427,10 +427,10 @@ void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
     const char *ids[16];
     int nt = build_tables(s, T, ids);
     for (int i = 0; i < nt; i++) {
-        if (T[i]) tbl_html(T[i], b, ids[i]);
+        if (T[i]) gpt2c_tbl_html(T[i], b, ids[i]);
         free(T[i]);
     }
-    sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n"
+    gpt2c_sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n"
                "</body></html>\n");
 }
 
@@ -440,7 +440,7 @@ gpt2c_status gpt2c_profile_session_text(gpt2c_profile_session *s, char **out) {
     sbuf b = {0};
     gpt2c_prof_render_text(s, &b);
     if (b.failed) {
-        sb_free(&b);
+        gpt2c_sb_free(&b);
         return gpt2c_fail(GPT2C_ERR_NOMEM, "profile: out of memory rendering the report");
     }
     *out = b.p;
@@ -452,8 +452,8 @@ typedef void (*render_fn)(gpt2c_profile_session *, sbuf *);
 static gpt2c_status render_to(gpt2c_profile_session *s, const char *dir, const char *name, render_fn fn) {
     sbuf b = {0};
     fn(s, &b);
-    gpt2c_status st = sb_write_file(&b, dir, name);
-    sb_free(&b);
+    gpt2c_status st = gpt2c_sb_write_file(&b, dir, name);
+    gpt2c_sb_free(&b);
     return st;
 }
 

@@ -22,7 +22,7 @@ static int grow(sbuf *b, size_t need) {
     return 1;
 }
 
-void sb_printf(sbuf *b, const char *fmt, ...) {
+void gpt2c_sb_printf(sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int k = vsnprintf(NULL, 0, fmt, ap);
@@ -34,45 +34,45 @@ void sb_printf(sbuf *b, const char *fmt, ...) {
     b->n += (size_t)k;
 }
 
-void sb_puts(sbuf *b, const char *s) {
+void gpt2c_sb_puts(sbuf *b, const char *s) {
     size_t k = strlen(s);
     if (!grow(b, k)) return;
     memcpy(b->p + b->n, s, k + 1);
     b->n += k;
 }
 
-void sb_json_str(sbuf *b, const char *s) {
+void gpt2c_sb_json_str(sbuf *b, const char *s) {
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_printf(b, "\\%c", c);
-        else if (c < 0x20) sb_printf(b, "\\u%04x", c);
-        else sb_printf(b, "%c", c);
+        if (c == '"' || c == '\\') gpt2c_sb_printf(b, "\\%c", c);
+        else if (c < 0x20) gpt2c_sb_printf(b, "\\u%04x", c);
+        else gpt2c_sb_printf(b, "%c", c);
     }
 }
 
-void sb_html(sbuf *b, const char *s) {
+void gpt2c_sb_html(sbuf *b, const char *s) {
     for (; s && *s; s++) {
         switch (*s) {
-        case '<': sb_puts(b, "&lt;"); break;
-        case '>': sb_puts(b, "&gt;"); break;
-        case '&': sb_puts(b, "&amp;"); break;
-        case '"': sb_puts(b, "&quot;"); break;
-        default: sb_printf(b, "%c", *s);
+        case '<': gpt2c_sb_puts(b, "&lt;"); break;
+        case '>': gpt2c_sb_puts(b, "&gt;"); break;
+        case '&': gpt2c_sb_puts(b, "&amp;"); break;
+        case '"': gpt2c_sb_puts(b, "&quot;"); break;
+        default: gpt2c_sb_printf(b, "%c", *s);
         }
     }
 }
 
-void sb_json_num(sbuf *b, double v) {
-    if (isfinite(v)) sb_printf(b, "%.6g", v);
-    else sb_puts(b, "null");
+void gpt2c_sb_json_num(sbuf *b, double v) {
+    if (isfinite(v)) gpt2c_sb_printf(b, "%.6g", v);
+    else gpt2c_sb_puts(b, "null");
 }
 
-void sb_free(sbuf *b) {
+void gpt2c_sb_free(sbuf *b) {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
-gpt2c_status sb_write_file(sbuf *b, const char *dir, const char *name) {
+gpt2c_status gpt2c_sb_write_file(sbuf *b, const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (b->failed) return gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory while rendering", path);

@@ -13,19 +13,19 @@ typedef struct {
     int failed;
 } sbuf;
 
-void sb_printf(sbuf *b, const char *fmt, ...)
+void gpt2c_sb_printf(sbuf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-void sb_puts(sbuf *b, const char *s);
+void gpt2c_sb_puts(sbuf *b, const char *s);
 /* s escaped for a JSON string (without the quotes) / for HTML text. */
-void sb_json_str(sbuf *b, const char *s);
-void sb_html(sbuf *b, const char *s);
+void gpt2c_sb_json_str(sbuf *b, const char *s);
+void gpt2c_sb_html(sbuf *b, const char *s);
 /* A number for JSON: null when not finite. */
-void sb_json_num(sbuf *b, double v);
-void sb_free(sbuf *b);
+void gpt2c_sb_json_num(sbuf *b, double v);
+void gpt2c_sb_free(sbuf *b);
 /* Writes the buffer atomically to dir/name. */
-gpt2c_status sb_write_file(sbuf *b, const char *dir, const char *name);
+gpt2c_status gpt2c_sb_write_file(sbuf *b, const char *dir, const char *name);
 
 #endif

@@ -11,12 +11,12 @@ static const char *const COLORS[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
 #define W 760
 
 static void head(sbuf *b, const char *id, int h, const char *title) {
-    sb_printf(b, "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+    gpt2c_sb_printf(b, "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n"
                  "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">",
               id, W, h, W, h);
-    sb_html(b, title);
-    sb_puts(b, "</text>\n");
+    gpt2c_sb_html(b, title);
+    gpt2c_sb_puts(b, "</text>\n");
 }
 
 static void hbar(sbuf *b, const char *id, const char *title, const char *const *labels, const double *v, int n,
@@ -29,14 +29,14 @@ static void hbar(sbuf *b, const char *id, const char *title, const char *const *
     for (int i = 0; i < n; i++) {
         double w = mx > 0 ? 420 * v[i] / mx : 0;
         int y = 30 + 22 * i;
-        sb_printf(b, "<text x=\"180\" y=\"%d\" text-anchor=\"end\">", y + 13);
-        sb_html(b, labels[i]);
-        sb_printf(b, "</text><rect x=\"186\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
+        gpt2c_sb_printf(b, "<text x=\"180\" y=\"%d\" text-anchor=\"end\">", y + 13);
+        gpt2c_sb_html(b, labels[i]);
+        gpt2c_sb_printf(b, "</text><rect x=\"186\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/>"
                      "<text x=\"%.1f\" y=\"%d\">%.3g %s</text>\n",
                   y, w, COLORS[i % 10], 190 + w, y + 13, v[i], unit);
     }
-    if (!n) sb_puts(b, "<text x=\"20\" y=\"50\">no data</text>\n");
-    sb_puts(b, "</svg>\n");
+    if (!n) gpt2c_sb_puts(b, "<text x=\"20\" y=\"50\">no data</text>\n");
+    gpt2c_sb_puts(b, "</svg>\n");
 }
 
 typedef struct {
@@ -100,13 +100,13 @@ void gpt2c_prof_svg_phases(gpt2c_profile_session *s, sbuf *b) {
         if (!S_have(s, G_PHASE0 + p, F_MS) || tot <= 0) continue;
         double ms = S_mean(s, G_PHASE0 + p, F_MS), w = 740 * ms / tot;
         int lx = 10 + 370 * (k % 2), ly = 72 + 20 * (k / 2);
-        sb_printf(b, "<rect x=\"%.1f\" y=\"30\" width=\"%.1f\" height=\"30\" fill=\"%s\"/>\n", x, w, COLORS[p]);
-        sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s %.1f ms (%.1f%%)</text>\n",
+        gpt2c_sb_printf(b, "<rect x=\"%.1f\" y=\"30\" width=\"%.1f\" height=\"30\" fill=\"%s\"/>\n", x, w, COLORS[p]);
+        gpt2c_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s %.1f ms (%.1f%%)</text>\n",
                   lx, ly, COLORS[p], lx + 16, ly + 11, gpt2c_phase_name((gpt2c_phase)p), ms, 100 * ms / tot);
         x += w;
         k++;
     }
-    sb_puts(b, "</svg>\n");
+    gpt2c_sb_puts(b, "</svg>\n");
 }
 
 /* Attention vs FFN, one pair of bars per metric, each pair scaled to its larger value. */
@@ -118,20 +118,20 @@ void gpt2c_prof_svg_attn_ffn(gpt2c_profile_session *s, sbuf *b) {
         if (S_have(s, A, F[i]) && S_have(s, Fg, F[i])) idx[n++] = F[i];
     int h = 60 + 40 * (n ? n : 1);
     head(b, "svg-attn-ffn", h, "Attention vs FFN per metric (per step, forward + backward; bars scaled per metric)");
-    sb_printf(b, "<rect x=\"200\" y=\"26\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"216\" y=\"37\">attention</text>"
+    gpt2c_sb_printf(b, "<rect x=\"200\" y=\"26\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"216\" y=\"37\">attention</text>"
                  "<rect x=\"300\" y=\"26\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"316\" y=\"37\">ffn</text>\n",
               COLORS[0], COLORS[1]);
     for (int i = 0; i < n; i++) {
         double a = S_mean(s, A, idx[i]), f = S_mean(s, Fg, idx[i]), mx = fmax(fabs(a), fabs(f));
         int y = 48 + 40 * i;
-        sb_printf(b, "<text x=\"190\" y=\"%d\" text-anchor=\"end\">%s</text>\n", y + 22, gpt2c_field_name(idx[i]));
+        gpt2c_sb_printf(b, "<text x=\"190\" y=\"%d\" text-anchor=\"end\">%s</text>\n", y + 22, gpt2c_field_name(idx[i]));
         double wa = mx > 0 ? 400 * fabs(a) / mx : 0, wf = mx > 0 ? 400 * fabs(f) / mx : 0;
-        sb_printf(b, "<rect x=\"200\" y=\"%d\" width=\"%.1f\" height=\"15\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.4g</text>\n",
+        gpt2c_sb_printf(b, "<rect x=\"200\" y=\"%d\" width=\"%.1f\" height=\"15\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.4g</text>\n",
                   y + 2, wa, COLORS[0], 204 + wa, y + 14, a);
-        sb_printf(b, "<rect x=\"200\" y=\"%d\" width=\"%.1f\" height=\"15\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.4g</text>\n",
+        gpt2c_sb_printf(b, "<rect x=\"200\" y=\"%d\" width=\"%.1f\" height=\"15\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.4g</text>\n",
                   y + 19, wf, COLORS[1], 204 + wf, y + 31, f);
     }
-    sb_puts(b, "</svg>\n");
+    gpt2c_sb_puts(b, "</svg>\n");
 }
 
 void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
@@ -141,23 +141,23 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
     head(b, "svg-roofline", 480, "Roofline: achieved GFLOP/s vs arithmetic intensity (per op kind)");
 #define XP(ai) (X0 + (X1 - X0) * (log10(ai) - log10(ai_lo)) / (log10(ai_hi) - log10(ai_lo)))
 #define YP(g) (Y0 - (Y0 - Y1) * (log10(g) - log10(g_lo)) / (log10(g_hi) - log10(g_lo)))
-    sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", X0, Y1, X1 - X0, Y0 - Y1);
+    gpt2c_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", X0, Y1, X1 - X0, Y0 - Y1);
     for (double a = ai_lo; a <= ai_hi * 1.01; a *= 10)
-        sb_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", XP(a), Y0 + 16, a);
+        gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", XP(a), Y0 + 16, a);
     for (double g = pow(10, ceil(log10(g_lo))); g <= g_hi; g *= 10)
-        sb_printf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", X0 - 4, YP(g) + 4, g);
-    sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (X0 + X1) / 2, Y0 + 34);
-    sb_printf(b, "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">GFLOP/s</text>\n", (Y0 + Y1) / 2, (Y0 + Y1) / 2);
+        gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", X0 - 4, YP(g) + 4, g);
+    gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (X0 + X1) / 2, Y0 + 34);
+    gpt2c_sb_printf(b, "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">GFLOP/s</text>\n", (Y0 + Y1) / 2, (Y0 + Y1) / 2);
     if (s->have_peak) {
         double ridge = s->peak.gflops / s->peak.read_gbs;
-        sb_printf(b, "<polyline fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+        gpt2c_sb_printf(b, "<polyline fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
                   XP(ai_lo), YP(ai_lo * s->peak.read_gbs), XP(ridge), YP(s->peak.gflops), XP(ai_hi), YP(s->peak.gflops));
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">peak %.0f GFLOP/s (%s), %.1f GB/s, ridge %.2f</text>\n",
+        gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">peak %.0f GFLOP/s (%s), %.1f GB/s, ridge %.2f</text>\n",
                   XP(ridge) - 150, YP(s->peak.gflops) - 6, s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, ridge);
     } else {
-        sb_printf(b, "<text x=\"%d\" y=\"%d\" fill=\"#c00\">machine peaks unavailable: ", X0 + 10, Y1 + 20);
-        sb_html(b, s->peak_reason);
-        sb_puts(b, "</text>\n");
+        gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%d\" fill=\"#c00\">machine peaks unavailable: ", X0 + 10, Y1 + 20);
+        gpt2c_sb_html(b, s->peak_reason);
+        gpt2c_sb_puts(b, "</text>\n");
     }
     /* labels placed greedily, largest GFLOP/s first: beside the point if the
      * box is free, else moved up or down (then to the left) with a leader line,
@@ -196,16 +196,16 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
             }
         }
         placed[nplaced++] = lb;
-        sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", px, py, COLORS[lt]);
+        gpt2c_sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", px, py, COLORS[lt]);
         double ty = lb.y + 9.5, tx = lb.x + 1;
         if (fabs(lb.y - (py - 6)) > 0.5 || lb.x < px) /* moved: a leader line to its point */
-            sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.7\"/>", px,
+            gpt2c_sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.7\"/>", px,
                       py, lb.x < px ? lb.x + lb.w : lb.x, lb.y + h / 2);
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", tx, ty, name);
+        gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", tx, ty, name);
     }
 #undef XP
 #undef YP
-    sb_puts(b, "</svg>\n");
+    gpt2c_sb_puts(b, "</svg>\n");
 }
 
 void gpt2c_prof_svg_scaling(gpt2c_profile_session *s, sbuf *b) {
@@ -217,12 +217,12 @@ void gpt2c_prof_svg_scaling(gpt2c_profile_session *s, sbuf *b) {
     for (int i = 0; i < n; i++) {
         const scaling_row *r = &s->scaling[i];
         int y = 30 + 22 * i;
-        sb_printf(b, "<text x=\"180\" y=\"%d\" text-anchor=\"end\">%s, %d thread%s</text>", y + 13, r->backend, r->threads,
+        gpt2c_sb_printf(b, "<text x=\"180\" y=\"%d\" text-anchor=\"end\">%s, %d thread%s</text>", y + 13, r->backend, r->threads,
                   r->threads == 1 ? "" : "s");
         if (!r->step_ms.n) {
-            sb_printf(b, "<text x=\"190\" y=\"%d\" fill=\"#c00\">unavailable: ", y + 13);
-            sb_html(b, r->reason);
-            sb_puts(b, "</text>\n");
+            gpt2c_sb_printf(b, "<text x=\"190\" y=\"%d\" fill=\"#c00\">unavailable: ", y + 13);
+            gpt2c_sb_html(b, r->reason);
+            gpt2c_sb_puts(b, "</text>\n");
             continue;
         }
         /* efficiency against the same backend's fewest-thread row */
@@ -235,9 +235,9 @@ void gpt2c_prof_svg_scaling(gpt2c_profile_session *s, sbuf *b) {
             }
         double sp = base / r->step_ms.mean, eff = sp / ((double)r->threads / bt);
         double w = mx > 0 ? 400 * r->step_ms.mean / mx : 0;
-        sb_printf(b, "<rect x=\"186\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.1f ms, x%.2f (%.0f%%)</text>\n",
+        gpt2c_sb_printf(b, "<rect x=\"186\" y=\"%d\" width=\"%.1f\" height=\"16\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\">%.1f ms, x%.2f (%.0f%%)</text>\n",
                   y, w, COLORS[i % 10], 190 + w, y + 13, r->step_ms.mean, sp, 100 * eff);
     }
-    if (!n) sb_puts(b, "<text x=\"20\" y=\"50\">no sweep in this run (use --threads 1,2,... or --backend cpu,blas)</text>\n");
-    sb_puts(b, "</svg>\n");
+    if (!n) gpt2c_sb_puts(b, "<text x=\"20\" y=\"50\">no sweep in this run (use --threads 1,2,... or --backend cpu,blas)</text>\n");
+    gpt2c_sb_puts(b, "</svg>\n");
 }

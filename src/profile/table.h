@@ -13,15 +13,15 @@ typedef struct {
     char cell[TBL_ROWS][TBL_COLS][128];
 } tbl;
 
-void tbl_init(tbl *t, const char *title, const char *const *heads, int ncols);
-/* Adds a row; cells are filled with tbl_set. Returns the row index or -1 when full. */
-int tbl_row(tbl *t);
-void tbl_set(tbl *t, int row, int col, const char *fmt, ...)
+void gpt2c_tbl_init(tbl *t, const char *title, const char *const *heads, int ncols);
+/* Adds a row; cells are filled with gpt2c_tbl_set. Returns the row index or -1 when full. */
+int gpt2c_tbl_row(tbl *t);
+void gpt2c_tbl_set(tbl *t, int row, int col, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-void tbl_text(const tbl *t, sbuf *b);
-void tbl_html(const tbl *t, sbuf *b, const char *id);
+void gpt2c_tbl_text(const tbl *t, sbuf *b);
+void gpt2c_tbl_html(const tbl *t, sbuf *b, const char *id);
 
 #endif

@@ -81,7 +81,7 @@ static enum MHD_Result reply_error(gpt2c_server *s, struct MHD_Connection *c, un
     const char *type = status == 400 || status == 413 ? "invalid_request_error"
                        : status == 404 || status == 405 ? "not_found_error"
                                                         : "server_error";
-    return reply(s, c, status, "application/json", srv_json_error(msg, type, param));
+    return reply(s, c, status, "application/json", gpt2c_srv_json_error(msg, type, param));
 }
 
 /* stream: the next server-sent event into x->ev (mutex held); 0 none yet, 1 one, -1 the end */
@@ -95,10 +95,10 @@ static int next_event_locked(conn_ctx *x) {
             n = 4096;
             while (n > 0 && ((unsigned char)r->out.text.p[x->sent + n] & 0xC0) == 0x80) n--;
         }
-        json = srv_json_completion(x->s, r, r->out.text.p + x->sent, n, 0);
+        json = gpt2c_srv_json_completion(x->s, r, r->out.text.p + x->sent, n, 0);
         x->sent += n;
     } else if (r->done && x->stage == 0) {
-        json = srv_json_completion(x->s, r, "", 0, 1);
+        json = gpt2c_srv_json_completion(x->s, r, "", 0, 1);
         tail = "data: [DONE]\n\n";
         x->stage = 1;
     } else {
@@ -106,8 +106,8 @@ static int next_event_locked(conn_ctx *x) {
     }
     x->ev.len = 0;
     x->ev_off = 0;
-    int bad = !json || srv_buf_add(&x->ev, "data: ", 6) || srv_buf_add(&x->ev, json, strlen(json)) ||
-              srv_buf_add(&x->ev, "\n\n", 2) || srv_buf_add(&x->ev, tail, strlen(tail));
+    int bad = !json || gpt2c_srv_buf_add(&x->ev, "data: ", 6) || gpt2c_srv_buf_add(&x->ev, json, strlen(json)) ||
+              gpt2c_srv_buf_add(&x->ev, "\n\n", 2) || gpt2c_srv_buf_add(&x->ev, tail, strlen(tail));
     free(json);
     return bad ? -1 : 1;
 }
@@ -151,7 +151,7 @@ static enum MHD_Result completion(gpt2c_server *s, struct MHD_Connection *c, con
     if (!r) return reply(s, c, 500, "application/json", NULL);
     char err[512];
     const char *param = NULL;
-    const int rc = srv_parse_completion(x->body.p ? x->body.p : "", x->body.len, s->tok, s->V, s->cfg.ctx, &r->p, err,
+    const int rc = gpt2c_srv_parse_completion(x->body.p ? x->body.p : "", x->body.len, s->tok, s->V, s->cfg.ctx, &r->p, err,
                                         sizeof err, &param);
     if (rc) {
         free(r);
@@ -159,9 +159,9 @@ static enum MHD_Result completion(gpt2c_server *s, struct MHD_Connection *c, con
     }
     pthread_cond_init(&r->cv, NULL);
     r->created = (long long)time(NULL);
-    const int busy = srv_submit(s, r);
+    const int busy = gpt2c_srv_submit(s, r);
     if (busy) {
-        srv_params_free(&r->p);
+        gpt2c_srv_params_free(&r->p);
         pthread_cond_destroy(&r->cv);
         free(r);
         return reply_error(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -193,7 +193,7 @@ static enum MHD_Result completion(gpt2c_server *s, struct MHD_Connection *c, con
             return MHD_NO; /* closes the connection; on_completed cancels */
         }
     }
-    char *body = srv_json_completion(s, r, r->out.text.p ? r->out.text.p : "", r->out.text.len, 1);
+    char *body = gpt2c_srv_json_completion(s, r, r->out.text.p ? r->out.text.p : "", r->out.text.len, 1);
     pthread_mutex_unlock(&s->mu);
     return reply(s, c, MHD_HTTP_OK, "application/json", body);
 }
@@ -226,7 +226,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         if (!x->too_big && (!is_post || x->body.len + *upload_size > s->cfg.max_body))
             x->too_big = 1;
-        else if (!x->too_big && srv_buf_add(&x->body, upload, *upload_size))
+        else if (!x->too_big && gpt2c_srv_buf_add(&x->body, upload, *upload_size))
             x->too_big = 1;
         *upload_size = 0;
         return MHD_YES;
@@ -243,8 +243,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return reply_error(s, c, MHD_HTTP_NOT_FOUND, msg, NULL);
     }
     if (!is_get) return reply_error(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET", NULL);
-    if (models) return reply(s, c, MHD_HTTP_OK, "application/json", srv_json_models(s));
-    if (metrics) return reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4", srv_metrics_text(s));
+    if (models) return reply(s, c, MHD_HTTP_OK, "application/json", gpt2c_srv_json_models(s));
+    if (metrics) return reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4", gpt2c_srv_metrics_text(s));
     pthread_mutex_lock(&s->mu);
     const int draining = s->draining;
     char *body = malloc(160);
@@ -277,18 +277,18 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
                     s->nqueue--;
                     s->st.queue_depth = s->nqueue;
                     s->st.cancelled++;
-                    srv_req_release_locked(s, r); /* the scheduler's reference */
+                    gpt2c_srv_req_release_locked(s, r); /* the scheduler's reference */
                 }
             }
             pthread_cond_signal(&s->work);
         }
-        srv_req_release_locked(s, r);
+        gpt2c_srv_req_release_locked(s, r);
     }
     s->live--;
     pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->mu);
-    srv_buf_free(&x->body);
-    srv_buf_free(&x->ev);
+    gpt2c_srv_buf_free(&x->body);
+    gpt2c_srv_buf_free(&x->ev);
     free(x);
 }
 
@@ -351,7 +351,7 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
         st = GPT2C_ERR_NOMEM;
         goto fail;
     }
-    if (pthread_create(&s->sched, NULL, srv_sched_main, s) != 0) {
+    if (pthread_create(&s->sched, NULL, gpt2c_srv_sched_main, s) != 0) {
         st = gpt2c_fail(GPT2C_ERR_NOMEM, "server: cannot start the scheduler thread");
         goto fail;
     }

@@ -19,8 +19,8 @@ typedef struct srv_buf {
     char *p;
     size_t len, cap;
 } srv_buf;
-int srv_buf_add(srv_buf *b, const void *p, size_t n); /* 0 ok, -1 out of memory */
-void srv_buf_free(srv_buf *b);
+int gpt2c_srv_buf_add(srv_buf *b, const void *p, size_t n); /* 0 ok, -1 out of memory */
+void gpt2c_srv_buf_free(srv_buf *b);
 
 /* Incremental UTF-8 repair: bytes in, valid UTF-8 out, each ill-formed
  * subsequence (Unicode's "maximal subpart") replaced by U+FFFD; an incomplete
@@ -30,7 +30,7 @@ typedef struct srv_utf8 {
     unsigned char pend[4];
     int npend;
 } srv_utf8;
-int srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_buf *out);
+int gpt2c_srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_buf *out);
 
 /* The completion text of one request: repaired text, cut at the first stop
  * string; `safe` bytes of it can be sent (the rest could still be the start
@@ -42,7 +42,7 @@ typedef struct srv_text {
     int stopped; /* a stop string was found: text ends before it */
 } srv_text;
 /* Appends token bytes; returns 1 if a stop string completed, 0 if not, -1 out of memory. */
-int srv_text_add(srv_text *t, const char *const *stop, int nstop, const void *bytes, size_t n, int final);
+int gpt2c_srv_text_add(srv_text *t, const char *const *stop, int nstop, const void *bytes, size_t n, int final);
 
 /* ---- a completion request ---------------------------------------------------- */
 typedef struct srv_params {
@@ -55,11 +55,11 @@ typedef struct srv_params {
     int stream;
     int have_seed; /* else the server picks one */
 } srv_params;
-void srv_params_free(srv_params *p);
+void gpt2c_srv_params_free(srv_params *p);
 
 /* Parses and checks a request body.  Returns 0, or the HTTP status (400) with
  * *err the message and *param the field at fault (static or in *errbuf). */
-int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *tok, int V, int ctx,
+int gpt2c_srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *tok, int V, int ctx,
                          srv_params *out, char *errbuf, size_t errlen, const char **param);
 
 typedef struct srv_req srv_req;
@@ -114,16 +114,16 @@ struct gpt2c_server {
 };
 
 /* Scheduler thread body. */
-void *srv_sched_main(void *arg);
+void *gpt2c_srv_sched_main(void *arg);
 /* Queues a request (refs 2). Returns 0, 1 when the server drains, 2 when the queue is full. */
-int srv_submit(gpt2c_server *s, srv_req *r);
+int gpt2c_srv_submit(gpt2c_server *s, srv_req *r);
 /* Drops one reference (mutex held); frees the request at zero. */
-void srv_req_release_locked(gpt2c_server *s, srv_req *r);
+void gpt2c_srv_req_release_locked(gpt2c_server *s, srv_req *r);
 
 /* Response bodies (malloc'd JSON text). */
-char *srv_json_error(const char *msg, const char *type, const char *param);
-char *srv_json_completion(const gpt2c_server *s, const srv_req *r, const char *text, size_t len, int final);
-char *srv_json_models(const gpt2c_server *s);
-char *srv_metrics_text(gpt2c_server *s);
+char *gpt2c_srv_json_error(const char *msg, const char *type, const char *param);
+char *gpt2c_srv_json_completion(const gpt2c_server *s, const srv_req *r, const char *text, size_t len, int final);
+char *gpt2c_srv_json_models(const gpt2c_server *s);
+char *gpt2c_srv_metrics_text(gpt2c_server *s);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "serve/serve_internal.h"
 
-char *srv_metrics_text(gpt2c_server *s) {
+char *gpt2c_srv_metrics_text(gpt2c_server *s) {
     gpt2c_serve_stats st;
     gpt2c_server_stats(s, &st);
     const double pf = st.prefill_s > 0 ? (double)st.prompt_tokens / st.prefill_s : 0;
@@ -35,8 +35,8 @@ char *srv_metrics_text(gpt2c_server *s) {
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         const int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", m[i].name, m[i].help,
                                m[i].name, m[i].type, m[i].name, m[i].v);
-        if (srv_buf_add(&b, line, (size_t)n)) {
-            srv_buf_free(&b);
+        if (gpt2c_srv_buf_add(&b, line, (size_t)n)) {
+            gpt2c_srv_buf_free(&b);
             return NULL;
         }
     }

@@ -9,7 +9,7 @@
 #include "gpt2c/tokenizer.h"
 #include "serve/serve_internal.h"
 
-void srv_params_free(srv_params *p) {
+void gpt2c_srv_params_free(srv_params *p) {
     free(p->prompt);
     for (int i = 0; i < p->nstop; i++) free(p->stop[i]);
     memset(p, 0, sizeof *p);
@@ -39,7 +39,7 @@ static int as_int(const json_t *v, long long *out) {
     return 0;
 }
 
-int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *tok, int V, int ctx, srv_params *out,
+int gpt2c_srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *tok, int V, int ctx, srv_params *out,
                          char *errbuf, size_t errlen, const char **param) {
     memset(out, 0, sizeof *out);
     out->max_tokens = 16; /* OpenAI's default */
@@ -186,7 +186,7 @@ int srv_parse_completion(const char *body, size_t len, const gpt2c_tokenizer *to
     return 0;
 bad:
     if (root) json_decref(root);
-    srv_params_free(out);
+    gpt2c_srv_params_free(out);
     return 400;
 }
 
@@ -196,7 +196,7 @@ static char *dump(json_t *o) {
     return s;
 }
 
-char *srv_json_error(const char *msg, const char *type, const char *param) {
+char *gpt2c_srv_json_error(const char *msg, const char *type, const char *param) {
     json_t *e = json_pack("{s:s, s:s, s:o, s:n}", "message", msg, "type", type, "param",
                           param ? json_string(param) : json_null(), "code");
     /* a message that is not UTF-8 (it quotes the request) cannot go into JSON as is */
@@ -206,7 +206,7 @@ char *srv_json_error(const char *msg, const char *type, const char *param) {
 
 /* One completion object: the whole answer (final, with usage), or one
  * server-sent event of a stream (text so far; the last one has the finish reason). */
-char *srv_json_completion(const gpt2c_server *s, const srv_req *r, const char *text, size_t len, int final) {
+char *gpt2c_srv_json_completion(const gpt2c_server *s, const srv_req *r, const char *text, size_t len, int final) {
     json_t *choice = json_pack("{s:s%, s:i, s:n, s:o}", "text", text, len, "index", 0, "logprobs", "finish_reason",
                                final && r->finish ? json_string(r->finish) : json_null());
     char id[48];
@@ -220,7 +220,7 @@ char *srv_json_completion(const gpt2c_server *s, const srv_req *r, const char *t
     return dump(o);
 }
 
-char *srv_json_models(const gpt2c_server *s) {
+char *gpt2c_srv_json_models(const gpt2c_server *s) {
     return dump(json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:i}]}", "object", "list", "data", "id", s->cfg.model_name,
                           "object", "model", "created", (json_int_t)0, "owned_by", "gpt2c", "context_length",
                           s->cfg.ctx));

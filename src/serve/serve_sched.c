@@ -17,17 +17,17 @@
 #include "gpt2c/tokenizer.h"
 #include "serve/serve_internal.h"
 
-void srv_req_release_locked(gpt2c_server *s, srv_req *r) {
+void gpt2c_srv_req_release_locked(gpt2c_server *s, srv_req *r) {
     if (--r->refs > 0) return;
-    srv_params_free(&r->p);
-    srv_buf_free(&r->out.text);
+    gpt2c_srv_params_free(&r->p);
+    gpt2c_srv_buf_free(&r->out.text);
     gpt2c_sampler_free(r->smp);
     pthread_cond_destroy(&r->cv);
     free(r);
     pthread_cond_broadcast(&s->idle);
 }
 
-int srv_submit(gpt2c_server *s, srv_req *r) {
+int gpt2c_srv_submit(gpt2c_server *s, srv_req *r) {
     pthread_mutex_lock(&s->mu);
     if (s->draining || s->nqueue >= s->cfg.max_queue) {
         const int why = s->draining ? 1 : 2;
@@ -61,7 +61,7 @@ int srv_submit(gpt2c_server *s, srv_req *r) {
 
 /* Marks r finished (mutex held): flushes its text, wakes its connection. */
 static void finish_locked(gpt2c_server *s, srv_req *r, const char *why) {
-    if (srv_text_add(&r->out, (const char *const *)r->p.stop, r->p.nstop, NULL, 0, 1) == 1) why = "stop";
+    if (gpt2c_srv_text_add(&r->out, (const char *const *)r->p.stop, r->p.nstop, NULL, 0, 1) == 1) why = "stop";
     r->finish = why;
     r->done = 1;
     s->st.completions++;
@@ -83,7 +83,7 @@ static int publish_locked(gpt2c_server *s, srv_req *r, int sampled, int32_t id) 
     size_t len = 0;
     if (gpt2c_tokenizer_token_bytes(s->tok, id, &bytes, &len) != GPT2C_OK) len = 0;
     r->generated++;
-    const int rc = srv_text_add(&r->out, (const char *const *)r->p.stop, r->p.nstop, bytes, len, 0);
+    const int rc = gpt2c_srv_text_add(&r->out, (const char *const *)r->p.stop, r->p.nstop, bytes, len, 0);
     if (rc != 0) { /* a stop string (or out of memory: end it there) */
         finish_locked(s, r, "stop");
         return 1;
@@ -96,7 +96,7 @@ static int publish_locked(gpt2c_server *s, srv_req *r, int sampled, int32_t id) 
     return 0;
 }
 
-void *srv_sched_main(void *arg) {
+void *gpt2c_srv_sched_main(void *arg) {
     gpt2c_server *s = arg;
     gpt2c_set_threads(s->cfg.threads); /* the OpenMP setting is per thread */
     const int S = s->cfg.slots, MB = s->cfg.max_batch;
@@ -113,7 +113,7 @@ void *srv_sched_main(void *arg) {
         for (int i = 0; i < S; i++) {
             if (slot[i] && slot[i]->cancelled) {
                 s->st.cancelled++;
-                srv_req_release_locked(s, slot[i]);
+                gpt2c_srv_req_release_locked(s, slot[i]);
                 slot[i] = NULL;
             }
             if (!slot[i] && s->queue) {
@@ -197,7 +197,7 @@ void *srv_sched_main(void *arg) {
         if (failed == 1 && pf) { /* cannot happen for a checked request: end it rather than loop */
             finish_locked(s, pf, "error");
             slot[pf->slot] = NULL;
-            srv_req_release_locked(s, pf);
+            gpt2c_srv_req_release_locked(s, pf);
         }
         const int total = failed == 2 ? ndone : ndone + nb;
         for (int j = 0; j < total; j++) {
@@ -207,7 +207,7 @@ void *srv_sched_main(void *arg) {
             if (r->cancelled || publish_locked(s, r, ++sampled[i], ids[j])) {
                 if (r->cancelled && !r->done) s->st.cancelled++;
                 slot[i] = NULL;
-                srv_req_release_locked(s, r);
+                gpt2c_srv_req_release_locked(s, r);
             }
         }
         if (failed == 2) /* a decode error: end the batch's requests */
@@ -216,7 +216,7 @@ void *srv_sched_main(void *arg) {
                 if (slot[r->slot] != r) continue;
                 slot[r->slot] = NULL;
                 finish_locked(s, r, "error");
-                srv_req_release_locked(s, r);
+                gpt2c_srv_req_release_locked(s, r);
             }
     }
     s->st.active = 0;

@@ -6,7 +6,7 @@
 
 #include "serve/serve_internal.h"
 
-int srv_buf_add(srv_buf *b, const void *p, size_t n) {
+int gpt2c_srv_buf_add(srv_buf *b, const void *p, size_t n) {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->len + n + 1) cap *= 2;
@@ -21,7 +21,7 @@ int srv_buf_add(srv_buf *b, const void *p, size_t n) {
     return 0;
 }
 
-void srv_buf_free(srv_buf *b) {
+void gpt2c_srv_buf_free(srv_buf *b) {
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
@@ -44,7 +44,7 @@ static int lead_len(unsigned c, unsigned *lo, unsigned *hi) {
     return 0;
 }
 
-int srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_buf *out) {
+int gpt2c_srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_buf *out) {
     /* the held bytes, then p: byte k of the concatenation */
     const size_t np = (size_t)u->npend, total = np + n;
     unsigned char pend[4];
@@ -61,13 +61,13 @@ int srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_
             while (j < total && AT(j) < 0x80) j++;
             for (size_t k = i; k < j; k++) {
                 const unsigned char b = AT(k);
-                if (srv_buf_add(out, &b, 1)) return -1;
+                if (gpt2c_srv_buf_add(out, &b, 1)) return -1;
             }
             i = j;
             continue;
         }
         if (len == 0) { /* not a lead byte */
-            if (srv_buf_add(out, REPLACEMENT, 3)) return -1;
+            if (gpt2c_srv_buf_add(out, REPLACEMENT, 3)) return -1;
             i++;
             continue;
         }
@@ -79,14 +79,14 @@ int srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_
         if (j == len) { /* well-formed */
             for (int k = 0; k < len; k++) {
                 const unsigned char b = AT(i + k);
-                if (srv_buf_add(out, &b, 1)) return -1;
+                if (gpt2c_srv_buf_add(out, &b, 1)) return -1;
             }
             i += len;
         } else if (i + j == total && !final) { /* a valid start, cut off: wait for more */
             for (size_t k = i; k < total; k++) u->pend[u->npend++] = AT(k);
             i = total;
         } else { /* ill-formed (or cut off at the end): one U+FFFD for the maximal subpart */
-            if (srv_buf_add(out, REPLACEMENT, 3)) return -1;
+            if (gpt2c_srv_buf_add(out, REPLACEMENT, 3)) return -1;
             i += (size_t)j;
         }
     }
@@ -94,10 +94,10 @@ int srv_utf8_feed(srv_utf8 *u, const unsigned char *p, size_t n, int final, srv_
     return 0;
 }
 
-int srv_text_add(srv_text *t, const char *const *stop, int nstop, const void *bytes, size_t n, int final) {
+int gpt2c_srv_text_add(srv_text *t, const char *const *stop, int nstop, const void *bytes, size_t n, int final) {
     if (t->stopped) return 1;
     const size_t from = t->safe; /* no stop string starts before safe (see below) */
-    if (srv_utf8_feed(&t->u, bytes, n, final, &t->text)) return -1;
+    if (gpt2c_srv_utf8_feed(&t->u, bytes, n, final, &t->text)) return -1;
     /* the earliest stop string in the new part */
     size_t cut = t->text.len;
     for (int i = 0; i < nstop; i++) {

@@ -29,7 +29,7 @@ struct tok_ws {
     size_t hcap;
 };
 
-tok_ws *tok_ws_new(void) {
+tok_ws *gpt2c_tok_ws_new(void) {
     tok_ws *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->cache = calloc(CACHE_SLOTS, sizeof *w->cache);
@@ -40,7 +40,7 @@ tok_ws *tok_ws_new(void) {
     return w;
 }
 
-void tok_ws_free(tok_ws *w) {
+void gpt2c_tok_ws_free(tok_ws *w) {
     if (!w) return;
     free(w->cache);
     free(w->sym);
@@ -179,7 +179,7 @@ static int merge_large(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t
     return 0;
 }
 
-int tok_bpe_piece(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t *p, size_t n, int use_vocab,
+int gpt2c_tok_bpe_piece(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t *p, size_t n, int use_vocab,
                   int32_t **out, size_t *nout, size_t *cap) {
     if (reserve(out, cap, *nout + n)) return -1;
     int32_t *dst = *out + *nout;

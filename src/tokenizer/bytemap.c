@@ -6,12 +6,12 @@
 
 static int printable(int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
 
-void tok_bytemap(uint32_t byte_to_cp[256]) {
+void gpt2c_tok_bytemap(uint32_t byte_to_cp[256]) {
     uint32_t next = 256;
     for (int b = 0; b < 256; b++) byte_to_cp[b] = printable(b) ? (uint32_t)b : next++;
 }
 
-int tok_cp_to_byte(uint32_t cp) {
+int gpt2c_tok_cp_to_byte(uint32_t cp) {
     if (cp < 256) return printable((int)cp) ? (int)cp : -1;
     if (cp >= 256 + 68) return -1;
     uint32_t k = cp - 256; /* the k-th non-printable byte */
@@ -22,9 +22,9 @@ int tok_cp_to_byte(uint32_t cp) {
 
 static uint32_t map[256];
 static pthread_once_t map_once = PTHREAD_ONCE_INIT;
-static void init_map(void) { tok_bytemap(map); }
+static void init_map(void) { gpt2c_tok_bytemap(map); }
 
-size_t tok_bytes_to_symbols(const uint8_t *p, size_t n, char *out) {
+size_t gpt2c_tok_bytes_to_symbols(const uint8_t *p, size_t n, char *out) {
     pthread_once(&map_once, init_map);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {

@@ -54,8 +54,8 @@ static int encode_unit(const gpt2c_tokenizer *t, tok_ws *w, const uint8_t *s, co
             if (f) seg = stop = q = (size_t)(f - s);
         }
         while (pos < stop) {
-            size_t e = tok_pretok_next(s, pos, seg);
-            if (tok_bpe_piece(t, w, s + pos, e - pos, 1, &out->v, &out->n, &out->cap)) return -1;
+            size_t e = gpt2c_tok_pretok_next(s, pos, seg);
+            if (gpt2c_tok_bpe_piece(t, w, s + pos, e - pos, 1, &out->v, &out->n, &out->cap)) return -1;
             pos = e;
         }
         if (q == SIZE_MAX) break;
@@ -73,7 +73,7 @@ static size_t next_boundary(const uint8_t *s, size_t from, size_t lim) {
         if (!nl) return lim;
         size_t p = (size_t)(nl - s) + 1, l;
         if (p >= lim) return lim;
-        if (tok_class_at(s, p, lim, &l) != TOK_C_SPACE) return p;
+        if (gpt2c_tok_class_at(s, p, lim, &l) != TOK_C_SPACE) return p;
         from = p + 1;
     }
     return lim;
@@ -105,11 +105,11 @@ static gpt2c_status run_units(const gpt2c_tokenizer *t, const uint8_t *s, const 
     if (nthreads <= 0) nthreads = omp_get_max_threads();
     if ((size_t)nthreads > nu) nthreads = (int)nu;
     if (nthreads <= 1) {
-        tok_ws *w = tok_ws_new();
+        tok_ws *w = gpt2c_tok_ws_new();
         ivec out = {0};
         int bad = !w;
         for (size_t i = 0; i < nu && !bad; i++) bad = encode_unit(t, w, s, &us[i], allow_special, &out);
-        tok_ws_free(w);
+        gpt2c_tok_ws_free(w);
         if (bad) {
             free(out.v);
             return gpt2c_fail(GPT2C_ERR_NOMEM, "tokenizer: out of memory while encoding");
@@ -123,7 +123,7 @@ static gpt2c_status run_units(const gpt2c_tokenizer *t, const uint8_t *s, const 
     int bad = 0;
 #pragma omp parallel num_threads(nthreads)
     {
-        tok_ws *w = tok_ws_new();
+        tok_ws *w = gpt2c_tok_ws_new();
         if (!w) {
 #pragma omp atomic write
             bad = 1;
@@ -139,7 +139,7 @@ static gpt2c_status run_units(const gpt2c_tokenizer *t, const uint8_t *s, const 
                 bad = 1;
             }
         }
-        tok_ws_free(w);
+        gpt2c_tok_ws_free(w);
     }
     size_t total = 0;
     for (size_t i = 0; i < nu; i++) total += outs[i].n;
@@ -163,7 +163,7 @@ gpt2c_status gpt2c_tokenizer_encode_parallel(const gpt2c_tokenizer *t, const cha
                                              int allow_special, int nthreads, int32_t **ids, size_t *nids) {
     *ids = NULL;
     *nids = 0;
-    if (!tok_pretok_ready()) return need_utf8proc();
+    if (!gpt2c_tok_pretok_ready()) return need_utf8proc();
     if (nthreads <= 0) nthreads = omp_get_max_threads();
     size_t chunk = n / ((size_t)nthreads * 4);
     if (chunk < CHUNK_MIN) chunk = CHUNK_MIN;
@@ -192,7 +192,7 @@ gpt2c_status gpt2c_tokenizer_encode_docs(const gpt2c_tokenizer *t, const char *b
     *ids = NULL;
     *nids = 0;
     if (ndocs) *ndocs = 0;
-    if (!tok_pretok_ready()) return need_utf8proc();
+    if (!gpt2c_tok_pretok_ready()) return need_utf8proc();
     if (t->eot < 0)
         return gpt2c_fail(GPT2C_ERR_ARG, "tokenizer: the vocabulary has no %s token to separate documents",
                           TOK_EOT_STRING);
@@ -233,11 +233,11 @@ size_t gpt2c_tokenizer_docs_cut(const char *bytes, size_t n, int *inside_section
      * byte) before a non-space character.  The whitespace piece is then "\n"
      * alone whether or not the encoder sees past p (its \s+(?!\S) cannot grow
      * or shrink), and matching from p never looks behind. */
-    if (!tok_pretok_ready()) return 0;
+    if (!gpt2c_tok_pretok_ready()) return 0;
     for (size_t p = n >= 4 ? n - 4 : 0; p >= 2; p--) {
         size_t l;
-        if (s[p - 1] == '\n' && s[p - 2] < 0x80 && tok_class_at(s, p - 2, n, &l) != TOK_C_SPACE &&
-            tok_class_at(s, p, n, &l) != TOK_C_SPACE) {
+        if (s[p - 1] == '\n' && s[p - 2] < 0x80 && gpt2c_tok_class_at(s, p - 2, n, &l) != TOK_C_SPACE &&
+            gpt2c_tok_class_at(s, p, n, &l) != TOK_C_SPACE) {
             *inside_section = 1;
             return p;
         }

@@ -50,7 +50,7 @@ static void init_classes(void) {
 }
 #endif
 
-int tok_pretok_ready(void) {
+int gpt2c_tok_pretok_ready(void) {
 #ifdef GPT2C_HAVE_UTF8PROC
     pthread_once(&class_once, init_classes);
     return 1;
@@ -60,7 +60,7 @@ int tok_pretok_ready(void) {
 }
 
 /* Strict UTF-8 (Unicode table 3-7): no overlongs, no surrogates, <= U+10FFFF. */
-int tok_class_at(const uint8_t *s, size_t i, size_t lim, size_t *clen) {
+int gpt2c_tok_class_at(const uint8_t *s, size_t i, size_t lim, size_t *clen) {
     uint8_t c = s[i];
     if (c < 0x80) {
         *clen = 1;
@@ -103,13 +103,13 @@ static size_t run_end(const uint8_t *s, size_t i, size_t lim, int k) {
             continue;
         }
         size_t l;
-        if (tok_class_at(s, i, lim, &l) != k) break;
+        if (gpt2c_tok_class_at(s, i, lim, &l) != k) break;
         i += l;
     }
     return i;
 }
 
-size_t tok_pretok_next(const uint8_t *s, size_t i, size_t lim) {
+size_t gpt2c_tok_pretok_next(const uint8_t *s, size_t i, size_t lim) {
     uint8_t c = s[i];
     /* 's 't 're 've 'm 'll 'd (lower case only, as in GPT-2) */
     if (c == '\'' && i + 1 < lim) {
@@ -123,17 +123,17 @@ size_t tok_pretok_next(const uint8_t *s, size_t i, size_t lim) {
     size_t l;
     /* ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+': an optional ASCII space, then a run */
     if (c == ' ' && i + 1 < lim) {
-        int k = tok_class_at(s, i + 1, lim, &l);
+        int k = gpt2c_tok_class_at(s, i + 1, lim, &l);
         if (k != TOK_C_SPACE) return run_end(s, i + 1 + l, lim, k);
     }
-    int k = tok_class_at(s, i, lim, &l);
+    int k = gpt2c_tok_class_at(s, i, lim, &l);
     if (k != TOK_C_SPACE) return run_end(s, i + l, lim, k);
     /* whitespace: \s+(?!\S) takes the run but its last character when a
      * non-space follows; a lone space before a non-space is \s+ */
     size_t last = i, end = i + l;
     while (end < lim) {
         size_t l2;
-        if (tok_class_at(s, end, lim, &l2) != TOK_C_SPACE) break;
+        if (gpt2c_tok_class_at(s, end, lim, &l2) != TOK_C_SPACE) break;
         last = end;
         end += l2;
     }

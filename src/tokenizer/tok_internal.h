@@ -86,28 +86,28 @@ static inline uint32_t tok_merge_rank(const struct gpt2c_tokenizer *t, int32_t l
 
 /* ---- byte-level map (bytemap.c) ----
  * GPT-2 shows every byte as a printable code point: byte -> U+0021..U+0143. */
-void tok_bytemap(uint32_t byte_to_cp[256]);
+void gpt2c_tok_bytemap(uint32_t byte_to_cp[256]);
 /* Inverse: code point -> byte, or -1 when cp is not a byte-level symbol. */
-int tok_cp_to_byte(uint32_t cp);
+int gpt2c_tok_cp_to_byte(uint32_t cp);
 /* Writes the UTF-8 of the byte-level form of p[0..n) into out (up to 2n bytes); returns its length. */
-size_t tok_bytes_to_symbols(const uint8_t *p, size_t n, char *out);
+size_t gpt2c_tok_bytes_to_symbols(const uint8_t *p, size_t n, char *out);
 
 /* ---- pre-tokenizer (pretok.c) ---- */
 enum { TOK_C_LETTER = 0, TOK_C_NUMBER = 1, TOK_C_SPACE = 2, TOK_C_OTHER = 3 };
 /* 1 when Unicode classes are available (utf8proc); prepares the tables. */
-int tok_pretok_ready(void);
+int gpt2c_tok_pretok_ready(void);
 /* End of the piece that starts at s[i] (i < lim); pieces never look past lim. */
-size_t tok_pretok_next(const uint8_t *s, size_t i, size_t lim);
+size_t gpt2c_tok_pretok_next(const uint8_t *s, size_t i, size_t lim);
 /* Class of the character at s[i] and its length in bytes (invalid byte: OTHER, 1). */
-int tok_class_at(const uint8_t *s, size_t i, size_t lim, size_t *clen);
+int gpt2c_tok_class_at(const uint8_t *s, size_t i, size_t lim, size_t *clen);
 
 /* ---- BPE on one piece (bpe.c) ---- */
 typedef struct tok_ws tok_ws;
-tok_ws *tok_ws_new(void);
-void tok_ws_free(tok_ws *w);
+tok_ws *gpt2c_tok_ws_new(void);
+void gpt2c_tok_ws_free(tok_ws *w);
 /* Appends the ids of one piece to *out (grown with realloc); use_vocab: try
  * the whole piece as one token first (as tiktoken does). Returns 0 or -1 (no memory). */
-int tok_bpe_piece(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t *p, size_t n, int use_vocab,
+int gpt2c_tok_bpe_piece(const struct gpt2c_tokenizer *t, tok_ws *w, const uint8_t *p, size_t n, int use_vocab,
                   int32_t **out, size_t *nout, size_t *cap);
 
 #endif

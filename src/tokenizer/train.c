@@ -115,11 +115,11 @@ static int add_piece(gpt2c_bpe_trainer *t, const uint8_t *p, size_t n) {
 }
 
 gpt2c_status gpt2c_bpe_trainer_feed(gpt2c_bpe_trainer *t, const char *bytes, size_t n) {
-    if (!tok_pretok_ready())
+    if (!gpt2c_tok_pretok_ready())
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "bpe-train: needs utf8proc's Unicode classes: install libutf8proc-dev and rebuild");
     const uint8_t *s = (const uint8_t *)bytes;
     for (size_t pos = 0; pos < n;) {
-        size_t e = tok_pretok_next(s, pos, n);
+        size_t e = gpt2c_tok_pretok_next(s, pos, n);
         if (add_piece(t, s + pos, e - pos)) return gpt2c_fail(GPT2C_ERR_NOMEM, "bpe-train: out of memory counting words");
         t->pieces_fed++;
         pos = e;
@@ -342,7 +342,7 @@ static gpt2c_status write_symbols(gpt2c_atomic *a, const uint8_t *p, size_t n, i
             o = 0;
         }
         if (json && (p[i] == '"' || p[i] == '\\')) buf[o++] = '\\';
-        o += tok_bytes_to_symbols(p + i, 1, buf + o);
+        o += gpt2c_tok_bytes_to_symbols(p + i, 1, buf + o);
     }
     return gpt2c_atomic_write(a, buf, o);
 }

@@ -56,7 +56,7 @@ static long symbols_to_bytes(const char *s, size_t n, uint8_t *out, uint32_t *ba
                 *bad = ((c & 0x0Fu) << 12) | (((uint8_t)s[i + 1] & 0x3Fu) << 6) | ((uint8_t)s[i + 2] & 0x3Fu);
             return -1;
         }
-        int b = tok_cp_to_byte(cp);
+        int b = gpt2c_tok_cp_to_byte(cp);
         if (b < 0) {
             *bad = cp;
             return -1;

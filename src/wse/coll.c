@@ -9,14 +9,14 @@
 
 static const int DX[4] = {0, 0, 1, -1}, DY[4] = {-1, 1, 0, 0}, OPP[4] = {1, 0, 3, 2};
 
-void wse_line_pe(const wse_line *l, int k, int *x, int *y) {
+void gpt2c_wse_line_pe(const wse_line *l, int k, int *x, int *y) {
     *x = l->x + DX[l->dir] * k;
     *y = l->y + DY[l->dir] * k;
 }
 
-static uint64_t launch(wse_mesh *m, int x, int y) { return wse_compute(m, x, y, WSE_OP_SEND, 1, 0, 1, 0); }
+static uint64_t launch(wse_mesh *m, int x, int y) { return gpt2c_wse_compute(m, x, y, WSE_OP_SEND, 1, 0, 1, 0); }
 
-gpt2c_status wse_coll_bcast(wse_mesh *m, const wse_line *l, int nl, long n, int color) {
+gpt2c_status gpt2c_wse_coll_bcast(wse_mesh *m, const wse_line *l, int nl, long n, int color) {
     wse_xfer *xs = calloc((size_t)nl * 2 + 1, sizeof *xs);
     uint64_t *arr = NULL;
     size_t tot = 0;
@@ -33,7 +33,7 @@ gpt2c_status wse_coll_bcast(wse_mesh *m, const wse_line *l, int nl, long n, int 
         const wse_line *L = &l[i];
         if (L->len <= 1 || n <= 0) { off += (size_t)L->len; continue; }
         int rx, ry;
-        wse_line_pe(L, L->root, &rx, &ry);
+        gpt2c_wse_line_pe(L, L->root, &rx, &ry);
         uint64_t t0 = launch(m, rx, ry);
         if (L->root < L->len - 1)
             xs[nx++] = (wse_xfer){.x = rx, .y = ry, .dir1 = L->dir, .hops1 = L->len - 1 - L->root, .color1 = color,
@@ -44,7 +44,7 @@ gpt2c_status wse_coll_bcast(wse_mesh *m, const wse_line *l, int nl, long n, int 
                                   .arrive = arr + off + (L->len - 1 - L->root)};
         off += (size_t)L->len;
     }
-    gpt2c_status st = wse_fabric_run(m, xs, nx);
+    gpt2c_status st = gpt2c_wse_fabric_run(m, xs, nx);
     if (st == GPT2C_OK) {
         off = 0;
         for (int i = 0; i < nl; i++) {
@@ -52,13 +52,13 @@ gpt2c_status wse_coll_bcast(wse_mesh *m, const wse_line *l, int nl, long n, int 
             if (L->len > 1 && n > 0) {
                 for (int k = L->root + 1; k < L->len; k++) {
                     int x, y;
-                    wse_line_pe(L, k, &x, &y);
-                    wse_wait(m, x, y, arr[off + (size_t)(k - L->root - 1)]);
+                    gpt2c_wse_line_pe(L, k, &x, &y);
+                    gpt2c_wse_wait(m, x, y, arr[off + (size_t)(k - L->root - 1)]);
                 }
                 for (int k = L->root - 1; k >= 0; k--) {
                     int x, y;
-                    wse_line_pe(L, k, &x, &y);
-                    wse_wait(m, x, y, arr[off + (size_t)(L->len - 1 - L->root) + (size_t)(L->root - 1 - k)]);
+                    gpt2c_wse_line_pe(L, k, &x, &y);
+                    gpt2c_wse_wait(m, x, y, arr[off + (size_t)(L->len - 1 - L->root) + (size_t)(L->root - 1 - k)]);
                 }
             }
             off += (size_t)L->len;
@@ -100,11 +100,11 @@ static gpt2c_status chains(wse_mesh *m, const wse_line *l, int nl, const int *lo
             if (hops <= 0) continue;
             int dir = side ? OPP[L->dir] : L->dir;
             int x0, y0;
-            wse_line_pe(L, a, &x0, &y0);
+            gpt2c_wse_line_pe(L, a, &x0, &y0);
             for (int h = 0; h < hops; h++) { /* PE h of the chain (0 = the far end) */
                 int k = side ? a - h : a + h;
                 int x, y;
-                wse_line_pe(L, k, &x, &y);
+                gpt2c_wse_line_pe(L, k, &x, &y);
                 rdy[off + (size_t)h] = (!add || add[k]) ? launch(m, x, y) : 0;
                 adds[off + (size_t)h] = (uint8_t)(!add || add[k]);
             }
@@ -114,23 +114,23 @@ static gpt2c_status chains(wse_mesh *m, const wse_line *l, int nl, const int *lo
             off += (size_t)hops;
         }
     }
-    gpt2c_status st = wse_fabric_run(m, xs, nx);
+    gpt2c_status st = gpt2c_wse_fabric_run(m, xs, nx);
     if (st == GPT2C_OK) {
         nx = 0;
         for (int i = 0; i < cnt; i++) {
             const wse_line *L = &l[i / nsub];
             int rx, ry;
-            wse_line_pe(L, root[i], &rx, &ry);
+            gpt2c_wse_line_pe(L, root[i], &rx, &ry);
             int got = 0;
             for (int side = 0; side < 2; side++) {
                 int hops = side ? hi[i] - root[i] : root[i] - lo[i];
                 if (hops <= 0) continue;
                 wse_xfer *x = &xs[nx++];
-                wse_wait(m, rx, ry, x->arrive[hops - 1]);
+                gpt2c_wse_wait(m, rx, ry, x->arrive[hops - 1]);
                 got++;
             }
             /* the root adds each incoming stream into its part */
-            wse_compute(m, rx, ry, m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FADDH : WSE_OP_FADDS, got, n, 1, 0);
+            gpt2c_wse_compute(m, rx, ry, m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FADDH : WSE_OP_FADDS, got, n, 1, 0);
         }
     }
     free(xs);
@@ -162,7 +162,7 @@ static gpt2c_status tree(wse_mesh *m, const wse_line *l, int nl, long n, int c0,
                 int far = side ? L->len - 1 - L->root : L->root; /* distances 1..far */
                 for (int k = d; k <= far; k += 2 * d) {
                     int ks = side ? L->root + k : L->root - k, x, y;
-                    wse_line_pe(L, ks, &x, &y);
+                    gpt2c_wse_line_pe(L, ks, &x, &y);
                     uint64_t t0 = launch(m, x, y);
                     xs[nx++] = (wse_xfer){.x = x, .y = y, .dir1 = side ? OPP[L->dir] : L->dir, .hops1 = d,
                                           .color1 = side ? c1 : c0, .color2 = side ? c1 : c0, .n = n, .t0 = t0,
@@ -171,7 +171,7 @@ static gpt2c_status tree(wse_mesh *m, const wse_line *l, int nl, long n, int c0,
                 }
             }
         }
-        st = wse_fabric_run(m, xs, nx);
+        st = gpt2c_wse_fabric_run(m, xs, nx);
         if (st != GPT2C_OK) break;
         nx = 0;
         for (int i = 0; i < nl; i++) {
@@ -180,10 +180,10 @@ static gpt2c_status tree(wse_mesh *m, const wse_line *l, int nl, long n, int c0,
                 int far = side ? L->len - 1 - L->root : L->root;
                 for (int k = d; k <= far; k += 2 * d) {
                     int kd = side ? L->root + k - d : L->root - k + d, x, y;
-                    wse_line_pe(L, kd, &x, &y);
+                    gpt2c_wse_line_pe(L, kd, &x, &y);
                     wse_xfer *x0 = &xs[nx++];
-                    wse_wait(m, x, y, x0->arrive[d - 1]);
-                    wse_compute(m, x, y, add, 1, n, 1, 0);
+                    gpt2c_wse_wait(m, x, y, x0->arrive[d - 1]);
+                    gpt2c_wse_compute(m, x, y, add, 1, n, 1, 0);
                 }
             }
         }
@@ -193,7 +193,7 @@ static gpt2c_status tree(wse_mesh *m, const wse_line *l, int nl, long n, int c0,
     return st;
 }
 
-gpt2c_status wse_coll_reduce(wse_mesh *m, const wse_line *l, int nl, long n, gpt2c_wse_reduce algo, int groups,
+gpt2c_status gpt2c_wse_coll_reduce(wse_mesh *m, const wse_line *l, int nl, long n, gpt2c_wse_reduce algo, int groups,
                              int c0, int c1, int g0, int g1) {
     if (nl <= 0 || n <= 0) return GPT2C_OK;
     if (algo == GPT2C_WSE_TREE) return tree(m, l, nl, n, c0, c1);
@@ -250,7 +250,7 @@ gpt2c_status wse_coll_reduce(wse_mesh *m, const wse_line *l, int nl, long n, gpt
     return st;
 }
 
-gpt2c_status wse_coll_p2p_many(wse_mesh *m, const wse_p2p *v, int nv, int color) {
+gpt2c_status gpt2c_wse_coll_p2p_many(wse_mesh *m, const wse_p2p *v, int nv, int color) {
     wse_xfer *xs = calloc((size_t)nv + 1, sizeof *xs);
     size_t tot = 0;
     for (int i = 0; i < nv; i++) tot += (size_t)(abs(v[i].x1 - v[i].x0) + abs(v[i].y1 - v[i].y0));
@@ -271,19 +271,19 @@ gpt2c_status wse_coll_p2p_many(wse_mesh *m, const wse_p2p *v, int nv, int color)
                               .color2 = color ^ 1, .n = v[i].n, .t0 = t0, .arrive = arr + off};
         off += (size_t)(abs(dx) + abs(dy));
     }
-    gpt2c_status st = wse_fabric_run(m, xs, nx);
+    gpt2c_status st = gpt2c_wse_fabric_run(m, xs, nx);
     if (st == GPT2C_OK)
         for (int i = 0, k = 0; i < nv; i++) {
             int h = abs(v[i].x1 - v[i].x0) + abs(v[i].y1 - v[i].y0);
             if (!h) continue;
-            wse_wait(m, v[i].x1, v[i].y1, xs[k++].arrive[h - 1]);
+            gpt2c_wse_wait(m, v[i].x1, v[i].y1, xs[k++].arrive[h - 1]);
         }
     free(xs);
     free(arr);
     return st;
 }
 
-gpt2c_status wse_coll_p2p(wse_mesh *m, int x0, int y0, int x1, int y1, long n, int color) {
+gpt2c_status gpt2c_wse_coll_p2p(wse_mesh *m, int x0, int y0, int x1, int y1, long n, int color) {
     wse_p2p v = {x0, y0, x1, y1, n};
-    return wse_coll_p2p_many(m, &v, 1, color);
+    return gpt2c_wse_coll_p2p_many(m, &v, 1, color);
 }

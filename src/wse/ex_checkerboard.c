@@ -22,41 +22,41 @@ typedef struct {
     float *y_host;
 } prog;
 
-static prog *PR(wse_prog *pg) { return wse_prog_user(pg); }
+static prog *PR(wse_prog *pg) { return gpt2c_wse_prog_user(pg); }
 static pe_state *S(wse_prog *pg, int x, int y) { return &PR(pg)->pe[y * PR(pg)->W + x]; }
 
 /* data task on x_in: y(:) += A(:, idx) * x_j */
 static void fmac_task(wse_prog *pg, int x, int y, float data, int idx) {
     pe_state *s = S(pg, x, y);
     int dx = PR(pg)->dx, dy = PR(pg)->dy;
-    wse_compute(wse_prog_mesh(pg), x, y, WSE_OP_FMACH, 1, dx, dy, 0); /* A[i, idx]: stride dy */
-    for (int i = 0; i < dx; i++) s->mul_temp[i] = wse_to_half(s->mul_temp[i] + s->A[i * dy + idx] * data);
+    gpt2c_wse_compute(gpt2c_wse_prog_mesh(pg), x, y, WSE_OP_FMACH, 1, dx, dy, 0); /* A[i, idx]: stride dy */
+    for (int i = 0; i < dx; i++) s->mul_temp[i] = gpt2c_wse_to_half(s->mul_temp[i] + s->A[i * dy + idx] * data);
     s->num_recv_x += 1;
-    if (s->num_recv_x >= PR(pg)->xd) wse_activate(pg, x, y, C_REDUCE);
+    if (s->num_recv_x >= PR(pg)->xd) gpt2c_wse_activate(pg, x, y, C_REDUCE);
 }
 
 /* y = A x + y_west, streamed east (or to the host from the last column) */
 static void reduce_task(wse_prog *pg, int x, int y) {
     pe_state *s = S(pg, x, y);
     int n = PR(pg)->dx;
-    wse_stream_add_async(pg, x, y, s->recv, 1, s->mul_temp, s->last_column ? -1 : s->send, 2, n, 1,
+    gpt2c_wse_stream_add_async(pg, x, y, s->recv, 1, s->mul_temp, s->last_column ? -1 : s->send, 2, n, 1,
                          PR(pg)->y_host + (size_t)y * n);
 }
 
 /* first row: x from the host, forwarded down the column (itself included) on x_in */
 static void wtt_memcpyh2d_x(wse_prog *pg, int x, int y, float data, int idx) {
     pe_state *s = S(pg, x, y);
-    wse_block(pg, x, y, H2D_1);
+    gpt2c_wse_block(pg, x, y, H2D_1);
     s->buf[0] = data;
-    wse_send_async_ex(pg, x, y, X_IN, 5, s->buf, &idx, 1, -1, H2D_1);
+    gpt2c_wse_send_async_ex(pg, x, y, X_IN, 5, s->buf, &idx, 1, -1, H2D_1);
 }
 
 /* first column: b from the host, forwarded to itself on recv */
 static void wtt_memcpyh2d_b(wse_prog *pg, int x, int y, float data, int idx) {
     pe_state *s = S(pg, x, y);
-    wse_block(pg, x, y, H2D_2);
+    gpt2c_wse_block(pg, x, y, H2D_2);
     s->buf[0] = data;
-    wse_send_async_ex(pg, x, y, s->recv, 5, s->buf, &idx, 1, -1, H2D_2);
+    gpt2c_wse_send_async_ex(pg, x, y, s->recv, 5, s->buf, &idx, 1, -1, H2D_2);
 }
 
 gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kernel_cols, int kernel_rows,
@@ -71,7 +71,7 @@ gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kerne
     q.v[GPT2C_WSE_P_WIDTH] = kernel_cols;
     q.v[GPT2C_WSE_P_HEIGHT] = kernel_rows;
     wse_mesh *m;
-    GPT2C_TRY(wse_mesh_create(&q, GPT2C_WSE_VALUES_F16, GPT2C_WSE_FLOW, &m));
+    GPT2C_TRY(gpt2c_wse_mesh_create(&q, GPT2C_WSE_VALUES_F16, GPT2C_WSE_FLOW, &m));
     prog P = {kernel_cols, kernel_rows, matrix_rows / kernel_rows, matrix_cols / kernel_cols, matrix_cols / kernel_rows,
               NULL, NULL};
     P.pe = calloc((size_t)kernel_cols * kernel_rows, sizeof *P.pe);
@@ -80,7 +80,7 @@ gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kerne
           *B = malloc(sizeof(float) * (size_t)matrix_rows);
     wse_prog *pg = NULL;
     gpt2c_status st = (!P.pe || !P.y_host || !A || !X || !B) ? gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory")
-                                                              : wse_prog_create(m, &P, &pg);
+                                                              : gpt2c_wse_prog_create(m, &P, &pg);
     const unsigned R = 1u << WSE_RAMP, So = 1u << WSE_S, E = 1u << WSE_E;
     for (int i = 0; i < kernel_cols && !st; i++)
         for (int j = 0; j < kernel_rows && !st; j++) {
@@ -89,34 +89,34 @@ gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kerne
             s->send = i % 2 ? B_IN : AX_OUT;
             s->last_column = i == kernel_cols - 1;
             uint32_t oA, oy;
-            st = wse_alloc(m, i, j, (size_t)P.dx * P.dy, "A", &oA);
-            if (!st) st = wse_alloc(m, i, j, (size_t)P.dx, "mul_temp", &oy);
-            if (!st) st = wse_mesh_commit(m);
+            st = gpt2c_wse_alloc(m, i, j, (size_t)P.dx * P.dy, "A", &oA);
+            if (!st) st = gpt2c_wse_alloc(m, i, j, (size_t)P.dx, "mul_temp", &oy);
+            if (!st) st = gpt2c_wse_mesh_commit(m);
             if (st) break;
             s->A = wse_at(m, i, j)->mem + oA;
             s->mul_temp = wse_at(m, i, j)->mem + oy;
             /* routes of layout.csl */
-            if (i == 0) st = wse_route(m, i, j, B_IN, WSE_RAMP, R);
-            else if (i % 2 == 0) st = wse_route(m, i, j, B_IN, WSE_W, R);
-            else st = wse_route(m, i, j, B_IN, WSE_RAMP, E);
-            if (!st) st = i % 2 == 0 ? wse_route(m, i, j, AX_OUT, WSE_RAMP, E) : wse_route(m, i, j, AX_OUT, WSE_W, R);
+            if (i == 0) st = gpt2c_wse_route(m, i, j, B_IN, WSE_RAMP, R);
+            else if (i % 2 == 0) st = gpt2c_wse_route(m, i, j, B_IN, WSE_W, R);
+            else st = gpt2c_wse_route(m, i, j, B_IN, WSE_RAMP, E);
+            if (!st) st = i % 2 == 0 ? gpt2c_wse_route(m, i, j, AX_OUT, WSE_RAMP, E) : gpt2c_wse_route(m, i, j, AX_OUT, WSE_W, R);
             if (!st) {
-                if (j == kernel_rows - 1 && j > 0) st = wse_route(m, i, j, X_IN, WSE_N, R);
-                else if (j == 0) st = wse_route(m, i, j, X_IN, WSE_RAMP, R | (kernel_rows > 1 ? So : 0));
-                else st = wse_route(m, i, j, X_IN, WSE_N, R | So);
+                if (j == kernel_rows - 1 && j > 0) st = gpt2c_wse_route(m, i, j, X_IN, WSE_N, R);
+                else if (j == 0) st = gpt2c_wse_route(m, i, j, X_IN, WSE_RAMP, R | (kernel_rows > 1 ? So : 0));
+                else st = gpt2c_wse_route(m, i, j, X_IN, WSE_N, R | So);
             }
-            if (!st) st = wse_bind_data(pg, i, j, X_IN, fmac_task);
-            if (!st) st = wse_bind_data(pg, i, j, H2D_1, wtt_memcpyh2d_x);
-            if (!st) st = wse_bind_data(pg, i, j, H2D_2, wtt_memcpyh2d_b);
-            if (!st) st = wse_bind_local(pg, i, j, C_REDUCE, reduce_task);
-            if (!st) wse_block(pg, i, j, s->recv); /* recv feeds a microthread */
+            if (!st) st = gpt2c_wse_bind_data(pg, i, j, X_IN, fmac_task);
+            if (!st) st = gpt2c_wse_bind_data(pg, i, j, H2D_1, wtt_memcpyh2d_x);
+            if (!st) st = gpt2c_wse_bind_data(pg, i, j, H2D_2, wtt_memcpyh2d_b);
+            if (!st) st = gpt2c_wse_bind_local(pg, i, j, C_REDUCE, reduce_task);
+            if (!st) gpt2c_wse_block(pg, i, j, s->recv); /* recv feeds a microthread */
         }
     if (!st) {
         /* run.py: random fp16 A, x, b; A row-major per PE; x streamed into row 0, b into column 0 */
         uint32_t seed = 99;
-        for (int k = 0; k < matrix_rows * matrix_cols; k++) { seed = seed * 1664525u + 1013904223u; A[k] = wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
-        for (int k = 0; k < matrix_cols; k++) { seed = seed * 1664525u + 1013904223u; X[k] = wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
-        for (int k = 0; k < matrix_rows; k++) { seed = seed * 1664525u + 1013904223u; B[k] = wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
+        for (int k = 0; k < matrix_rows * matrix_cols; k++) { seed = seed * 1664525u + 1013904223u; A[k] = gpt2c_wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
+        for (int k = 0; k < matrix_cols; k++) { seed = seed * 1664525u + 1013904223u; X[k] = gpt2c_wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
+        for (int k = 0; k < matrix_rows; k++) { seed = seed * 1664525u + 1013904223u; B[k] = gpt2c_wse_to_half((float)((seed >> 8) & 0xffff) / 65536.0f); }
         for (int i = 0; i < kernel_cols; i++)
             for (int j = 0; j < kernel_rows; j++) {
                 pe_state *s = &P.pe[j * kernel_cols + i];
@@ -127,10 +127,10 @@ gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kerne
         if (!idx) st = gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
         else {
             for (int k = 0; k < P.dy || k < P.dx; k++) idx[k] = k;
-            for (int i = 0; i < kernel_cols; i++) wse_host_h2d(pg, i, 0, H2D_1, X + i * P.dy, idx, P.dy);
-            for (int j = 0; j < kernel_rows; j++) wse_host_h2d(pg, 0, j, H2D_2, B + j * P.dx, NULL, P.dx);
+            for (int i = 0; i < kernel_cols; i++) gpt2c_wse_host_h2d(pg, i, 0, H2D_1, X + i * P.dy, idx, P.dy);
+            for (int j = 0; j < kernel_rows; j++) gpt2c_wse_host_h2d(pg, 0, j, H2D_2, B + j * P.dx, NULL, P.dx);
             free(idx);
-            st = wse_prog_launch(pg, NULL);
+            st = gpt2c_wse_prog_launch(pg, NULL);
         }
     }
     if (!st) {
@@ -146,13 +146,13 @@ gpt2c_status gpt2c_wse_example_checkerboard(const gpt2c_wse_params *p, int kerne
             const wse_pe *pe = &m->pe[i];
             if (pe->t_ce > row->cycles) row->cycles = pe->t_ce;
             if (pe->busy > row->compute) row->compute = pe->busy;
-            if (wse_colors_used(pe) > row->colors_max) row->colors_max = wse_colors_used(pe);
+            if (gpt2c_wse_colors_used(pe) > row->colors_max) row->colors_max = gpt2c_wse_colors_used(pe);
         }
         row->comm = row->cycles > row->compute ? row->cycles - row->compute : 0;
         row->max_hops_per_step = kernel_cols - 1;
     }
     free(A); free(X); free(B); free(P.pe); free(P.y_host);
-    wse_prog_free(pg);
-    wse_mesh_free(m);
+    gpt2c_wse_prog_free(pg);
+    gpt2c_wse_mesh_free(m);
     return st;
 }

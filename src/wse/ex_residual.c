@@ -23,43 +23,43 @@ typedef struct {
     pe_state pe[4];
 } prog;
 
-static pe_state *S(wse_prog *pg, int x, int y) { return &((prog *)wse_prog_user(pg))->pe[y * 2 + x]; }
-static int MT(wse_prog *pg) { return ((prog *)wse_prog_user(pg))->Mt; }
-static int NT(wse_prog *pg) { return ((prog *)wse_prog_user(pg))->Nt; }
+static pe_state *S(wse_prog *pg, int x, int y) { return &((prog *)gpt2c_wse_prog_user(pg))->pe[y * 2 + x]; }
+static int MT(wse_prog *pg) { return ((prog *)gpt2c_wse_prog_user(pg))->Mt; }
+static int NT(wse_prog *pg) { return ((prog *)gpt2c_wse_prog_user(pg))->Nt; }
 
 /* task f_comp: Ax = A x (outer-product gemv: Nt SAXPYs of Mt), then y from the west or b */
 static void f_comp(wse_prog *pg, int x, int y) {
     pe_state *s = S(pg, x, y);
     int Mt = MT(pg), Nt = NT(pg);
-    wse_mesh *m = wse_prog_mesh(pg);
-    wse_compute(m, x, y, WSE_OP_FMOVS, 1, Mt, 1, 0);
-    wse_compute(m, x, y, WSE_OP_FMACS, Nt, Mt, 1, 0);
+    wse_mesh *m = gpt2c_wse_prog_mesh(pg);
+    gpt2c_wse_compute(m, x, y, WSE_OP_FMOVS, 1, Mt, 1, 0);
+    gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, Nt, Mt, 1, 0);
     for (int i = 0; i < Mt; i++) s->Ax[i] = 0;
     for (int j = 0; j < Nt; j++)
         for (int i = 0; i < Mt; i++) s->Ax[i] += s->A[j * Mt + i] * s->x[j];
-    if (s->px == 0) wse_activate(pg, x, y, REDUCE);
-    else wse_recv_async(pg, x, y, s->rx_y, RXACT_Y_IQ, s->y, Mt, REDUCE);
+    if (s->px == 0) gpt2c_wse_activate(pg, x, y, REDUCE);
+    else gpt2c_wse_recv_async(pg, x, y, s->rx_y, RXACT_Y_IQ, s->y, Mt, REDUCE);
 }
 
 /* task f_reduce: y -= Ax; px 0 sends it east; px 1 takes the local norm and reduces it north */
 static void f_reduce(wse_prog *pg, int x, int y) {
     pe_state *s = S(pg, x, y);
     int Mt = MT(pg);
-    wse_mesh *m = wse_prog_mesh(pg);
-    wse_compute(m, x, y, WSE_OP_FMACS, 1, Mt, 1, 0);
+    wse_mesh *m = gpt2c_wse_prog_mesh(pg);
+    gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, 1, Mt, 1, 0);
     for (int i = 0; i < Mt; i++) s->y[i] -= s->Ax[i];
     if (s->px == 0) {
-        wse_send_async(pg, x, y, s->tx_y, TXACT_Y_OQ, s->y, Mt, EXIT);
+        gpt2c_wse_send_async(pg, x, y, s->tx_y, TXACT_Y_OQ, s->y, Mt, EXIT);
         return;
     }
-    wse_compute(m, x, y, WSE_OP_FMAXS, 1, Mt, 1, 0);
+    gpt2c_wse_compute(m, x, y, WSE_OP_FMAXS, 1, Mt, 1, 0);
     s->local_nrm = 0;
     for (int i = 0; i < Mt; i++)
         if (fabsf(s->y[i]) > s->local_nrm) s->local_nrm = fabsf(s->y[i]);
-    if (s->py == 0) wse_recv_async(pg, x, y, s->rx_nrm, RXACT_NRM_IQ, s->nrm, 1, DONE);
+    if (s->py == 0) gpt2c_wse_recv_async(pg, x, y, s->rx_nrm, RXACT_NRM_IQ, s->nrm, 1, DONE);
     else {
-        wse_send_async(pg, x, y, s->tx_nrm, TXACT_NRM_OQ, &s->local_nrm, 1, -1); /* @fmovs */
-        wse_activate(pg, x, y, EXIT);
+        gpt2c_wse_send_async(pg, x, y, s->tx_nrm, TXACT_NRM_OQ, &s->local_nrm, 1, -1); /* @fmovs */
+        gpt2c_wse_activate(pg, x, y, EXIT);
     }
 }
 
@@ -67,7 +67,7 @@ static void f_reduce(wse_prog *pg, int x, int y) {
 static void f_done(wse_prog *pg, int x, int y) {
     pe_state *s = S(pg, x, y);
     if (s->nrm[0] < s->local_nrm) s->nrm[0] = s->local_nrm;
-    wse_activate(pg, x, y, EXIT);
+    gpt2c_wse_activate(pg, x, y, EXIT);
 }
 
 static void f_exit(wse_prog *pg, int x, int y) { S(pg, x, y)->exited = 1; }
@@ -77,8 +77,8 @@ static void bcast_x(wse_prog *pg, int x, int y) {
     pe_state *s = S(pg, x, y);
     s->px = x;
     s->py = y;
-    if (y == 0) wse_send_async(pg, x, y, s->tx_x, TXACT_X_OQ, s->x, NT(pg), COMP);
-    else wse_recv_async(pg, x, y, s->rx_x, RXACT_X_IQ, s->x, NT(pg), COMP);
+    if (y == 0) gpt2c_wse_send_async(pg, x, y, s->tx_x, TXACT_X_OQ, s->x, NT(pg), COMP);
+    else gpt2c_wse_recv_async(pg, x, y, s->rx_x, RXACT_X_IQ, s->x, NT(pg), COMP);
 }
 
 gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int Nt, gpt2c_wse_kernel_row *row) {
@@ -89,13 +89,13 @@ gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int N
     q.v[GPT2C_WSE_P_WIDTH] = 2;
     q.v[GPT2C_WSE_P_HEIGHT] = 2;
     wse_mesh *m;
-    GPT2C_TRY(wse_mesh_create(&q, GPT2C_WSE_VALUES_F32, GPT2C_WSE_FLOW, &m));
+    GPT2C_TRY(gpt2c_wse_mesh_create(&q, GPT2C_WSE_VALUES_F32, GPT2C_WSE_FLOW, &m));
     prog P;
     memset(&P, 0, sizeof P);
     P.Mt = Mt;
     P.Nt = Nt;
     wse_prog *pg = NULL;
-    gpt2c_status st = wse_prog_create(m, &P, &pg);
+    gpt2c_status st = gpt2c_wse_prog_create(m, &P, &pg);
     /* layout.csl: tile parameters, then the routes */
     for (int i = 0; i < 4; i++) {
         pe_state *s = &P.pe[i];
@@ -107,26 +107,26 @@ gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int N
     P.pe[3].rx_x = RXACT_X; P.pe[3].rx_y = PSUM; P.pe[3].tx_nrm = NRM;    /* (1,1) */
     const unsigned R = 1u << WSE_RAMP, So = 1u << WSE_S, E = 1u << WSE_E, No = 1u << WSE_N;
     for (int x = 0; x < 2 && !st; x++) {
-        st = wse_route(m, x, 0, RXACT_X, WSE_RAMP, So);
-        if (!st) st = wse_route(m, x, 1, RXACT_X, WSE_N, R);
+        st = gpt2c_wse_route(m, x, 0, RXACT_X, WSE_RAMP, So);
+        if (!st) st = gpt2c_wse_route(m, x, 1, RXACT_X, WSE_N, R);
     }
     for (int y = 0; y < 2 && !st; y++) {
-        st = wse_route(m, 0, y, PSUM, WSE_RAMP, E);
-        if (!st) st = wse_route(m, 1, y, PSUM, WSE_W, R);
+        st = gpt2c_wse_route(m, 0, y, PSUM, WSE_RAMP, E);
+        if (!st) st = gpt2c_wse_route(m, 1, y, PSUM, WSE_W, R);
     }
-    if (!st) st = wse_route(m, 1, 0, NRM, WSE_S, R);
-    if (!st) st = wse_route(m, 1, 1, NRM, WSE_RAMP, No);
+    if (!st) st = gpt2c_wse_route(m, 1, 0, NRM, WSE_S, R);
+    if (!st) st = gpt2c_wse_route(m, 1, 1, NRM, WSE_RAMP, No);
     for (int y = 0; y < 2 && !st; y++)
         for (int x = 0; x < 2 && !st; x++) {
-            st = wse_bind_local(pg, x, y, COMP, f_comp);
-            if (!st) st = wse_bind_local(pg, x, y, REDUCE, f_reduce);
-            if (!st) st = wse_bind_local(pg, x, y, DONE, f_done);
-            if (!st) st = wse_bind_local(pg, x, y, EXIT, f_exit);
+            st = gpt2c_wse_bind_local(pg, x, y, COMP, f_comp);
+            if (!st) st = gpt2c_wse_bind_local(pg, x, y, REDUCE, f_reduce);
+            if (!st) st = gpt2c_wse_bind_local(pg, x, y, DONE, f_done);
+            if (!st) st = gpt2c_wse_bind_local(pg, x, y, EXIT, f_exit);
             uint32_t off[5];
             const char *what[5] = {"A", "x", "y", "Ax", "ws"};
             size_t sz[5] = {(size_t)Mt * Nt, (size_t)Nt, (size_t)Mt, (size_t)Mt, (size_t)Mt};
-            for (int k = 0; k < 5 && !st; k++) st = wse_alloc(m, x, y, sz[k], what[k], &off[k]);
-            if (!st) st = wse_mesh_commit(m);
+            for (int k = 0; k < 5 && !st; k++) st = gpt2c_wse_alloc(m, x, y, sz[k], what[k], &off[k]);
+            if (!st) st = gpt2c_wse_mesh_commit(m);
             if (!st) {
                 pe_state *s = &P.pe[y * 2 + x];
                 float *mem = wse_at(m, x, y)->mem;
@@ -154,7 +154,7 @@ gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int N
                 if (py == 0) memcpy(s->x, X + px * Nt, sizeof(float) * (size_t)Nt);
                 if (px == 0) memcpy(s->y, B + py * Mt, sizeof(float) * (size_t)Mt);
             }
-        st = wse_prog_launch(pg, bcast_x);
+        st = gpt2c_wse_prog_launch(pg, bcast_x);
     }
     if (!st) {
         for (int i = 0; i < 4; i++)
@@ -173,13 +173,13 @@ gpt2c_status gpt2c_wse_example_residual(const gpt2c_wse_params *p, int Mt, int N
             const wse_pe *pe = &m->pe[i];
             if (pe->t_ce > row->cycles) row->cycles = pe->t_ce;
             if (pe->busy > row->compute) row->compute = pe->busy;
-            if (wse_colors_used(pe) > row->colors_max) row->colors_max = wse_colors_used(pe);
+            if (gpt2c_wse_colors_used(pe) > row->colors_max) row->colors_max = gpt2c_wse_colors_used(pe);
         }
         row->comm = row->cycles > row->compute ? row->cycles - row->compute : 0;
         row->max_hops_per_step = 1;
     }
     free(A); free(X); free(B);
-    wse_prog_free(pg);
-    wse_mesh_free(m);
+    gpt2c_wse_prog_free(pg);
+    gpt2c_wse_mesh_free(m);
     return st;
 }

@@ -87,7 +87,7 @@ static gpt2c_status check_and_route(wse_mesh *m, const wse_xfer *x) {
         int dir = i < x->hops1 ? x->dir1 : x->dir2;
         if (i == hops) tx = 1u << WSE_RAMP;
         else tx = (1u << dir) | ((x->deliver_all && i > 0) ? 1u << WSE_RAMP : 0);
-        GPT2C_TRY(wse_route(m, px, py, color, rx, tx));
+        GPT2C_TRY(gpt2c_wse_route(m, px, py, color, rx, tx));
         if (i == hops) break;
         px += DX[dir];
         py += DY[dir];
@@ -179,7 +179,7 @@ static gpt2c_status run_wavelet(wse_mesh *m, wse_xfer *xs, int nx) {
     return GPT2C_OK;
 }
 
-gpt2c_status wse_fabric_run(wse_mesh *m, wse_xfer *xs, int nx) {
+gpt2c_status gpt2c_wse_fabric_run(wse_mesh *m, wse_xfer *xs, int nx) {
     for (int k = 0; k < nx; k++) GPT2C_TRY(check_and_route(m, &xs[k]));
     if (m->fidelity == GPT2C_WSE_WAVELET) return run_wavelet(m, xs, nx);
     run_flow(m, xs, nx);

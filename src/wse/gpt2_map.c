@@ -39,11 +39,11 @@ static void rnd(wse_gpt2 *g, float *p, long n) {
 
 static gpt2c_status alloc_all(wse_gpt2 *g, const wse_region *R, size_t n, const char *what, uint32_t *off) {
     for (int r = 0; r < g->P; r++)
-        for (int c = 0; c < g->P; c++) GPT2C_TRY(wse_alloc(g->m, R->x0 + c, R->y0 + r, n, what, off));
+        for (int c = 0; c < g->P; c++) GPT2C_TRY(gpt2c_wse_alloc(g->m, R->x0 + c, R->y0 + r, n, what, off));
     return GPT2C_OK;
 }
 static gpt2c_status alloc_diag(wse_gpt2 *g, const wse_region *R, size_t n, const char *what, uint32_t *off) {
-    for (int c = 0; c < g->P; c++) GPT2C_TRY(wse_alloc(g->m, R->x0 + c, R->y0 + c, n, what, off));
+    for (int c = 0; c < g->P; c++) GPT2C_TRY(gpt2c_wse_alloc(g->m, R->x0 + c, R->y0 + c, n, what, off));
     return GPT2C_OK;
 }
 
@@ -82,7 +82,7 @@ static void load_qkvb(wse_gpt2 *g, const wse_region *R, uint32_t off, const floa
     }
 }
 
-gpt2c_status wse_gpt2_layout(wse_gpt2 *g) {
+gpt2c_status gpt2c_wse_gpt2_layout(wse_gpt2 *g) {
     int P = g->P, Cb = g->Cb, Tq = g->Tq;
     long ymax = (long)Tq * 4 * Cb;
     for (int i = 0; i < g->nreg; i++) {
@@ -128,11 +128,11 @@ gpt2c_status wse_gpt2_layout(wse_gpt2 *g) {
         if (R->nl && g->hs > Cb) {
             int s = g->hs / Cb;
             for (int r = 0; r < P; r++)
-                if (r % s) GPT2C_TRY(wse_alloc(g->m, R->x0 + r - r % s, R->y0 + r, (size_t)Tq * g->ctx,
+                if (r % s) GPT2C_TRY(gpt2c_wse_alloc(g->m, R->x0 + r - r % s, R->y0 + r, (size_t)Tq * g->ctx,
                                                "attention relay", &R->o_relay));
         }
     }
-    GPT2C_TRY(wse_mesh_commit(g->m));
+    GPT2C_TRY(gpt2c_wse_mesh_commit(g->m));
     if (!VAL(g)) return GPT2C_OK;
     int C = g->C;
     for (int i = 0; i < g->nreg; i++) {
@@ -191,7 +191,7 @@ static gpt2c_status col_bcast_diag(wse_gpt2 *g, const wse_region *R, uint32_t sr
     wse_line *l = malloc(sizeof *l * (size_t)g->P);
     if (!l) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
     lines_cols(g, R, l, 1, 0);
-    gpt2c_status st = wse_coll_bcast(g->m, l, g->P, n, K_COLB);
+    gpt2c_status st = gpt2c_wse_coll_bcast(g->m, l, g->P, n, K_COLB);
     free(l);
     if (st || !VAL(g)) return st;
     for (int c = 0; c < g->P; c++) {
@@ -210,7 +210,7 @@ static gpt2c_status row_reduce(wse_gpt2 *g, const wse_region *R, uint32_t off, l
     wse_line *l = malloc(sizeof *l * (size_t)g->P);
     if (!l) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
     lines_rows(g, R, l, root < 0, root);
-    gpt2c_status st = wse_coll_reduce(g->m, l, g->P, n, g->cfg->reduce, g->cfg->group_num, c0, c1, g0, g1);
+    gpt2c_status st = gpt2c_wse_coll_reduce(g->m, l, g->P, n, g->cfg->reduce, g->cfg->group_num, c0, c1, g0, g1);
     free(l);
     if (st || !VAL(g)) return st;
     for (int r = 0; r < g->P; r++) {
@@ -231,7 +231,7 @@ static gpt2c_status row_bcast_diag(wse_gpt2 *g, const wse_region *R, uint32_t of
     wse_line *l = malloc(sizeof *l * (size_t)g->P);
     if (!l) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
     lines_rows(g, R, l, 1, 0);
-    gpt2c_status st = wse_coll_bcast(g->m, l, g->P, n, K_ROWB);
+    gpt2c_status st = gpt2c_wse_coll_bcast(g->m, l, g->P, n, K_ROWB);
     free(l);
     if (st || !VAL(g)) return st;
     for (int r = 0; r < g->P; r++)
@@ -242,10 +242,10 @@ static gpt2c_status row_bcast_diag(wse_gpt2 *g, const wse_region *R, uint32_t of
 
 static void all_compute(wse_gpt2 *g, const wse_region *R, wse_op op, long count, long n) {
     for (int r = 0; r < g->P; r++)
-        for (int c = 0; c < g->P; c++) wse_compute(g->m, R->x0 + c, R->y0 + r, op, count, n, 1, 0);
+        for (int c = 0; c < g->P; c++) gpt2c_wse_compute(g->m, R->x0 + c, R->y0 + r, op, count, n, 1, 0);
 }
 static void diag_compute(wse_gpt2 *g, const wse_region *R, wse_op op, long count, long n) {
-    for (int c = 0; c < g->P; c++) wse_compute(g->m, R->x0 + c, R->y0 + c, op, count, n, 1, 0);
+    for (int c = 0; c < g->P; c++) gpt2c_wse_compute(g->m, R->x0 + c, R->y0 + c, op, count, n, 1, 0);
 }
 static wse_op op_add(wse_gpt2 *g) { return g->m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FADDH : WSE_OP_FADDS; }
 static wse_op op_mul(wse_gpt2 *g) { return g->m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FMULH : WSE_OP_FMULS; }
@@ -255,7 +255,7 @@ static wse_op op_mac(wse_gpt2 *g) { return g->m->values == GPT2C_WSE_VALUES_F16 
 static gpt2c_status layernorm(wse_gpt2 *g, const wse_region *R, uint32_t res, uint32_t ow, uint32_t ob, int Tq,
                               int layer, const char *name) {
     int P = g->P, Cb = g->Cb;
-    wse_op_begin(g->m, name, layer, g->phase, 8.0 * Tq * g->C);
+    gpt2c_wse_op_begin(g->m, name, layer, g->phase, 8.0 * Tq * g->C);
     GPT2C_TRY(col_bcast_diag(g, R, res, R->o_xin, (long)Tq * Cb));
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: sum x; pass 1: sum (x - mean)^2 */
@@ -305,7 +305,7 @@ static gpt2c_status linear(wse_gpt2 *g, const wse_region *R, uint32_t wt, int Tq
     int P = g->P;
     for (int r = 0; r < P; r++)
         for (int c = 0; c < P; c++) {
-            wse_local_gemm(g->m, R->x0 + c, R->y0 + r, Tq, ocb, icb, 1, 0);
+            gpt2c_wse_local_gemm(g->m, R->x0 + c, R->y0 + r, Tq, ocb, icb, 1, 0);
             if (!VAL(g)) continue;
             const float *x = mem(g, R, r, c, R->o_xin) + (long)xoff_rows * icb, *w = mem(g, R, r, c, wt);
             float *y = mem(g, R, r, c, R->o_y);
@@ -348,7 +348,7 @@ static void diag_residual(wse_gpt2 *g, const wse_region *R, uint32_t bias, int T
 static gpt2c_status move_residual(wse_gpt2 *g, int to, int Tq, int layer) {
     if (g->cur_reg == to) return GPT2C_OK;
     const wse_region *A = &g->reg[g->cur_reg], *B = &g->reg[to];
-    wse_op_begin(g->m, "move", layer, g->phase, 0);
+    gpt2c_wse_op_begin(g->m, "move", layer, g->phase, 0);
     /* a region's diagonal receives on these colors, then later sends on them:
      * the routes change between phases (switches, as <collectives_2d> does) */
     g->m->switched |= (1u << K_MOVE) | (1u << (K_MOVE ^ 1));
@@ -356,7 +356,7 @@ static gpt2c_status move_residual(wse_gpt2 *g, int to, int Tq, int layer) {
     if (!v) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
     for (int c = 0; c < g->P; c++)
         v[c] = (wse_p2p){A->x0 + c, A->y0 + c, B->x0 + c, B->y0 + c, (long)Tq * g->Cb};
-    gpt2c_status st = wse_coll_p2p_many(g->m, v, g->P, K_MOVE);
+    gpt2c_status st = gpt2c_wse_coll_p2p_many(g->m, v, g->P, K_MOVE);
     free(v);
     if (st) return st;
     if (VAL(g))
@@ -373,12 +373,12 @@ static gpt2c_status attention(wse_gpt2 *g, const wse_region *R, int li, int laye
     int hpp = hs > Cb ? 1 : Cb / hs; /* heads per PE */
     int chs = hs > Cb ? Cb : hs;     /* channels of one head on one PE */
     float scale = 1.0f / sqrtf((float)hs);
-    wse_op_begin(g->m, "attention", layer, g->phase, 4.0 * Tq * nk * g->C);
+    gpt2c_wse_op_begin(g->m, "attention", layer, g->phase, 4.0 * Tq * nk * g->C);
     /* kv into the cache */
     diag_compute(g, R, g->m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 2L * Tq, Cb);
     for (int c = 0; c < P; c++) {
         /* partial scores of its heads: Tq x nk per head, K strided by Cb */
-        for (int h = 0; h < hpp; h++) wse_local_gemm(g->m, R->x0 + c, R->y0 + c, Tq, nk, chs, Cb, 0);
+        for (int h = 0; h < hpp; h++) gpt2c_wse_local_gemm(g->m, R->x0 + c, R->y0 + c, Tq, nk, chs, Cb, 0);
         if (!VAL(g)) continue;
         float *qkv = mem(g, R, c, c, R->o_qkv), *kc = mem(g, R, c, c, R->ob[li][4]),
               *vc = mem(g, R, c, c, R->ob[li][5]), *sc = mem(g, R, c, c, R->o_sc);
@@ -402,10 +402,10 @@ static gpt2c_status attention(wse_gpt2 *g, const wse_region *R, int li, int laye
         int nv = 0;
         for (int r = 0; r < P; r++)
             if (r % s) v[nv++] = (wse_p2p){R->x0 + r, R->y0 + r, R->x0 + r - r % s, R->y0 + r, (long)Tq * nk};
-        gpt2c_status st = wse_coll_p2p_many(g->m, v, nv, K_FUNW);
+        gpt2c_status st = gpt2c_wse_coll_p2p_many(g->m, v, nv, K_FUNW);
         int nl = 0;
         for (int r0 = 0; r0 < P; r0 += s) l[nl++] = (wse_line){R->x0 + r0, R->y0 + r0, WSE_S, s, 0};
-        if (!st) st = wse_coll_reduce(g->m, l, nl, (long)Tq * nk, GPT2C_WSE_CHAIN, 1, K_HRED, K_HRED, K_HRED, K_HRED);
+        if (!st) st = gpt2c_wse_coll_reduce(g->m, l, nl, (long)Tq * nk, GPT2C_WSE_CHAIN, 1, K_HRED, K_HRED, K_HRED, K_HRED);
         if (!st && VAL(g))
             for (int r0 = 0; r0 < P; r0 += s) {
                 float *d = mem(g, R, r0, r0, R->o_sc);
@@ -417,32 +417,32 @@ static gpt2c_status attention(wse_gpt2 *g, const wse_region *R, int li, int laye
         /* softmax at the head's first PE */
         for (int r0 = 0; !st && r0 < P; r0 += s) {
             int x = R->x0 + r0, y = R->y0 + r0;
-            wse_compute(g->m, x, y, op_mul(g), Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, WSE_OP_FMAXS, Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, op_add(g), 2L * Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, WSE_OP_SPECIAL, Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, op_mul(g), Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_mul(g), Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, WSE_OP_FMAXS, Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_add(g), 2L * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, WSE_OP_SPECIAL, Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_mul(g), Tq, nk, 1, 0);
         }
         /* probabilities back: down column r0, then east to (r, r) */
         nl = 0;
         for (int r0 = 0; r0 < P; r0 += s) l[nl++] = (wse_line){R->x0 + r0, R->y0 + r0, WSE_S, s, 0};
-        if (!st) st = wse_coll_bcast(g->m, l, nl, (long)Tq * nk, K_HBC);
+        if (!st) st = gpt2c_wse_coll_bcast(g->m, l, nl, (long)Tq * nk, K_HBC);
         for (int i = 0; i < nv; i++) {
             int tx = v[i].x0, ty = v[i].y0;
             v[i].x0 = v[i].x1; v[i].y0 = v[i].y1; v[i].x1 = tx; v[i].y1 = ty;
         }
-        if (!st) st = wse_coll_p2p_many(g->m, v, nv, K_FUNE);
+        if (!st) st = gpt2c_wse_coll_p2p_many(g->m, v, nv, K_FUNE);
         free(v);
         free(l);
         if (st) return st;
     } else {
         for (int c = 0; c < P; c++) {
             int x = R->x0 + c, y = R->y0 + c;
-            wse_compute(g->m, x, y, op_mul(g), (long)hpp * Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, WSE_OP_FMAXS, (long)hpp * Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, op_add(g), 2L * hpp * Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, WSE_OP_SPECIAL, (long)hpp * Tq, nk, 1, 0);
-            wse_compute(g->m, x, y, op_mul(g), (long)hpp * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_mul(g), (long)hpp * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, WSE_OP_FMAXS, (long)hpp * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_add(g), 2L * hpp * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, WSE_OP_SPECIAL, (long)hpp * Tq, nk, 1, 0);
+            gpt2c_wse_compute(g->m, x, y, op_mul(g), (long)hpp * Tq, nk, 1, 0);
         }
     }
     if (VAL(g)) /* softmax (causal) on the head roots, then copy back */
@@ -470,7 +470,7 @@ static gpt2c_status attention(wse_gpt2 *g, const wse_region *R, int li, int laye
                 memcpy(mem(g, R, r, r, R->o_sc), sc, sizeof(float) * (size_t)Tq * nk);
         }
     for (int c = 0; c < P; c++) {
-        for (int h = 0; h < hpp; h++) wse_local_gemm(g->m, R->x0 + c, R->y0 + c, Tq, chs, nk, Cb, 0);
+        for (int h = 0; h < hpp; h++) gpt2c_wse_local_gemm(g->m, R->x0 + c, R->y0 + c, Tq, chs, nk, Cb, 0);
         if (!VAL(g)) continue;
         const float *sc = mem(g, R, c, c, R->o_sc), *vc = mem(g, R, c, c, R->ob[li][5]);
         float *att = mem(g, R, c, c, R->o_att);
@@ -486,27 +486,27 @@ static gpt2c_status attention(wse_gpt2 *g, const wse_region *R, int li, int laye
     return GPT2C_OK;
 }
 
-gpt2c_status wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq) {
+gpt2c_status gpt2c_wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq) {
     int ri = g->reg_of_layer[l];
     GPT2C_TRY(move_residual(g, ri, Tq, l));
     const wse_region *R = &g->reg[ri];
     int li = l - R->l0, Cb = g->Cb;
     double C = g->C;
     GPT2C_TRY(layernorm(g, R, R->o_res, R->ow[li][4], R->ow[li][5], Tq, l, "ln1"));
-    wse_op_begin(g->m, "qkv", l, g->phase, 2.0 * Tq * C * 3 * C);
+    gpt2c_wse_op_begin(g->m, "qkv", l, g->phase, 2.0 * Tq * C * 3 * C);
     GPT2C_TRY(linear(g, R, R->ow[li][0], Tq, 3 * Cb, Cb, -1, K_RED0, K_RED1, K_GRP0, K_GRP1, 0));
     diag_bias(g, R, R->o_qkv, R->ob[li][0], Tq, 3 * Cb);
     GPT2C_TRY(attention(g, R, li, l, pos, Tq));
-    wse_op_begin(g->m, "attproj", l, g->phase, 2.0 * Tq * C * C);
+    gpt2c_wse_op_begin(g->m, "attproj", l, g->phase, 2.0 * Tq * C * C);
     GPT2C_TRY(col_bcast_diag(g, R, R->o_att, R->o_xin, (long)Tq * Cb));
     GPT2C_TRY(linear(g, R, R->ow[li][1], Tq, Cb, Cb, -1, K_RED0, K_RED1, K_GRP0, K_GRP1, 0));
-    wse_op_begin(g->m, "residual", l, g->phase, 2.0 * Tq * C);
+    gpt2c_wse_op_begin(g->m, "residual", l, g->phase, 2.0 * Tq * C);
     diag_residual(g, R, R->ob[li][1], Tq);
     GPT2C_TRY(layernorm(g, R, R->o_res, R->ow[li][6], R->ow[li][7], Tq, l, "ln2"));
-    wse_op_begin(g->m, "fc", l, g->phase, 2.0 * Tq * C * 4 * C);
+    gpt2c_wse_op_begin(g->m, "fc", l, g->phase, 2.0 * Tq * C * 4 * C);
     GPT2C_TRY(linear(g, R, R->ow[li][2], Tq, 4 * Cb, Cb, -1, K_RED0, K_RED1, K_GRP0, K_GRP1, 0));
     diag_bias(g, R, R->o_y, R->ob[li][2], Tq, 4 * Cb);
-    wse_op_begin(g->m, "gelu", l, g->phase, 8.0 * Tq * 4 * C);
+    gpt2c_wse_op_begin(g->m, "gelu", l, g->phase, 8.0 * Tq * 4 * C);
     diag_compute(g, R, WSE_OP_SPECIAL, 1, (long)Tq * 4 * Cb);
     diag_compute(g, R, op_mac(g), 3, (long)Tq * 4 * Cb);
     if (VAL(g))
@@ -520,10 +520,10 @@ gpt2c_status wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq) {
             }
             rnd(g, y, (long)Tq * 4 * Cb);
         }
-    wse_op_begin(g->m, "fcproj", l, g->phase, 2.0 * Tq * C * 4 * C);
+    gpt2c_wse_op_begin(g->m, "fcproj", l, g->phase, 2.0 * Tq * C * 4 * C);
     GPT2C_TRY(col_bcast_diag(g, R, R->o_y, R->o_xin, (long)Tq * 4 * Cb));
     GPT2C_TRY(linear(g, R, R->ow[li][3], Tq, Cb, 4 * Cb, -1, K_RED0, K_RED1, K_GRP0, K_GRP1, 0));
-    wse_op_begin(g->m, "residual", l, g->phase, 2.0 * Tq * C);
+    gpt2c_wse_op_begin(g->m, "residual", l, g->phase, 2.0 * Tq * C);
     diag_residual(g, R, R->ob[li][3], Tq);
     return GPT2C_OK;
 }
@@ -532,25 +532,25 @@ gpt2c_status wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq) {
 static gpt2c_status bcast_tokens(wse_gpt2 *g, const wse_region *R, int Tq) {
     int P = g->P;
     wse_line row = {R->x0, R->y0, WSE_E, P, P - 1};
-    GPT2C_TRY(wse_coll_bcast(g->m, &row, 1, Tq, K_TOKR));
+    GPT2C_TRY(gpt2c_wse_coll_bcast(g->m, &row, 1, Tq, K_TOKR));
     wse_line *l = malloc(sizeof *l * (size_t)P);
     if (!l) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory");
     lines_cols(g, R, l, 0, 0);
-    gpt2c_status st = wse_coll_bcast(g->m, l, P, Tq, K_TOKC);
+    gpt2c_status st = gpt2c_wse_coll_bcast(g->m, l, P, Tq, K_TOKC);
     free(l);
     return st;
 }
 
-gpt2c_status wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq) {
+gpt2c_status gpt2c_wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq) {
     const wse_region *R = &g->reg[g->emb_reg];
     int P = g->P, Cb = g->Cb;
     g->cur_reg = g->emb_reg;
-    wse_op_begin(g->m, "embed", -1, g->phase, (double)Tq * g->C);
+    gpt2c_wse_op_begin(g->m, "embed", -1, g->phase, (double)Tq * g->C);
     if (g->phase == 1 && g->head_reg != g->emb_reg) {
         /* decode: the token comes from the head region's argmax (its east column's top) */
         const wse_region *Hd = &g->reg[g->head_reg];
         g->m->switched |= (1u << K_MOVE) | (1u << (K_MOVE ^ 1));
-        GPT2C_TRY(wse_coll_p2p(g->m, Hd->x0 + P - 1, Hd->y0, R->x0 + P - 1, R->y0, Tq, K_MOVE));
+        GPT2C_TRY(gpt2c_wse_coll_p2p(g->m, Hd->x0 + P - 1, Hd->y0, R->x0 + P - 1, R->y0, Tq, K_MOVE));
     }
     GPT2C_TRY(bcast_tokens(g, R, Tq));
     g->m->switched |= 1u << K_GATH; /* sources change with the token: switched routes */
@@ -563,8 +563,8 @@ gpt2c_status wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq) {
     }
     /* the owning PEs copy their row out (one op per token) */
     for (int t = 0; t < Tq; t++)
-        for (int c = 0; c < P; c++) wse_compute(g->m, R->x0 + c, R->y0 + tok[t] / g->Vb, WSE_OP_FMOVS, 1, Cb, 1, 0);
-    gpt2c_status st = wse_coll_p2p_many(g->m, v, nv, K_GATH);
+        for (int c = 0; c < P; c++) gpt2c_wse_compute(g->m, R->x0 + c, R->y0 + tok[t] / g->Vb, WSE_OP_FMOVS, 1, Cb, 1, 0);
+    gpt2c_status st = gpt2c_wse_coll_p2p_many(g->m, v, nv, K_GATH);
     free(v);
     if (st) return st;
     diag_compute(g, R, op_add(g), Tq, Cb);
@@ -582,14 +582,14 @@ gpt2c_status wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq) {
     return GPT2C_OK;
 }
 
-gpt2c_status wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits) {
+gpt2c_status gpt2c_wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits) {
     GPT2C_TRY(move_residual(g, g->head_reg, Tq, -1));
     const wse_region *R = &g->reg[g->head_reg];
     int P = g->P, Vb = g->Vb, Cb = g->Cb;
     GPT2C_TRY(layernorm(g, R, R->o_res, R->o_lnf[0], R->o_lnf[1], Tq, -1, "lnf"));
     for (int t0 = 0; t0 < Tq; t0 += g->Tl) {
         int Tl = Tq - t0 < g->Tl ? Tq - t0 : g->Tl;
-        wse_op_begin(g->m, "lm_head", -1, g->phase, 2.0 * Tl * g->C * g->Vp);
+        gpt2c_wse_op_begin(g->m, "lm_head", -1, g->phase, 2.0 * Tl * g->C * g->Vp);
         GPT2C_TRY(linear(g, R, R->o_wte, Tl, Vb, Cb, P - 1, K_LMRED, K_LMRED + 1, K_LMGRP, K_LMGRP, t0));
         if (VAL(g) && want_logits && g->logits)
             for (int r = 0; r < P; r++) {
@@ -601,10 +601,10 @@ gpt2c_status wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits) {
                     }
             }
         /* argmax: each east PE over its block, then up the east column */
-        wse_op_begin(g->m, "argmax", -1, g->phase, (double)Tl * g->Vp);
-        for (int r = 0; r < P; r++) wse_compute(g->m, R->x0 + P - 1, R->y0 + r, WSE_OP_FMAXS, Tl, Vb, 1, 0);
+        gpt2c_wse_op_begin(g->m, "argmax", -1, g->phase, (double)Tl * g->Vp);
+        for (int r = 0; r < P; r++) gpt2c_wse_compute(g->m, R->x0 + P - 1, R->y0 + r, WSE_OP_FMAXS, Tl, Vb, 1, 0);
         wse_line col = {R->x0 + P - 1, R->y0, WSE_S, P, 0};
-        GPT2C_TRY(wse_coll_reduce(g->m, &col, 1, 2L * Tl, GPT2C_WSE_CHAIN, 1, K_AMX, K_AMX, K_AMX, K_AMX));
+        GPT2C_TRY(gpt2c_wse_coll_reduce(g->m, &col, 1, 2L * Tl, GPT2C_WSE_CHAIN, 1, K_AMX, K_AMX, K_AMX, K_AMX));
         for (int t = 0; t < Tl; t++) {
             int best = 0;
             if (VAL(g)) {
@@ -625,7 +625,7 @@ gpt2c_status wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits) {
     return GPT2C_OK;
 }
 
-void wse_gpt2_free(wse_gpt2 *g) {
+void gpt2c_wse_gpt2_free(wse_gpt2 *g) {
     if (!g) return;
     for (int i = 0; i < g->nreg && g->reg; i++) {
         free(g->reg[i].ow);
@@ -635,5 +635,5 @@ void wse_gpt2_free(wse_gpt2 *g) {
     free(g->reg_of_layer);
     free(g->logits);
     free(g->argmax);
-    wse_mesh_free(g->m);
+    gpt2c_wse_mesh_free(g->m);
 }

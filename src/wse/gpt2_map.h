@@ -46,12 +46,12 @@ typedef struct {
     double flops_total;
 } wse_gpt2;
 
-gpt2c_status wse_gpt2_layout(wse_gpt2 *g);
+gpt2c_status gpt2c_wse_gpt2_layout(wse_gpt2 *g);
 /* Tq tokens at positions pos.. through the model: fills g->logits rows pos.. (values)
  * and g->argmax[0..Tq) (values; pseudo tokens in none mode) */
-gpt2c_status wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq);
-gpt2c_status wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq);
-gpt2c_status wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits);
-void wse_gpt2_free(wse_gpt2 *g);
+gpt2c_status gpt2c_wse_gpt2_embed(wse_gpt2 *g, const int32_t *tok, int pos, int Tq);
+gpt2c_status gpt2c_wse_gpt2_layer(wse_gpt2 *g, int l, int pos, int Tq);
+gpt2c_status gpt2c_wse_gpt2_head(wse_gpt2 *g, int pos, int Tq, int want_logits);
+void gpt2c_wse_gpt2_free(wse_gpt2 *g);
 
 #endif

@@ -12,7 +12,7 @@ static gpt2c_status grid_mesh(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, i
     if (P < 1 || P > 1024) return gpt2c_fail(GPT2C_ERR_RANGE, "wse: grid %d: expected 1..1024", P);
     q.v[GPT2C_WSE_P_WIDTH] = P;
     q.v[GPT2C_WSE_P_HEIGHT] = P;
-    return wse_mesh_create(&q, values ? GPT2C_WSE_VALUES_F32 : GPT2C_WSE_VALUES_NONE, f, m);
+    return gpt2c_wse_mesh_create(&q, values ? GPT2C_WSE_VALUES_F32 : GPT2C_WSE_VALUES_NONE, f, m);
 }
 
 static void finish(wse_mesh *m, gpt2c_wse_kernel_row *row) {
@@ -20,7 +20,7 @@ static void finish(wse_mesh *m, gpt2c_wse_kernel_row *row) {
         const wse_pe *pe = &m->pe[i];
         if (pe->t_ce > row->cycles) row->cycles = pe->t_ce;
         if (pe->busy > row->compute) row->compute = pe->busy;
-        if (wse_colors_used(pe) > row->colors_max) row->colors_max = wse_colors_used(pe);
+        if (gpt2c_wse_colors_used(pe) > row->colors_max) row->colors_max = gpt2c_wse_colors_used(pe);
     }
     row->comm = row->cycles > row->compute ? row->cycles - row->compute : 0;
 }
@@ -55,18 +55,18 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
     gpt2c_status st = GPT2C_OK;
     for (int y = 0; y < P && !st; y++)
         for (int x = 0; x < P && !st; x++) {
-            st = wse_alloc(m, x, y, tt, "A tile", &oA);
-            if (!st) st = wse_alloc(m, x, y, tt, "B tile", &oB);
-            if (!st) st = wse_alloc(m, x, y, tt, "C tile", &oC);
-            if (!st) st = wse_alloc(m, x, y, tt, "A buffer", &oA2);
-            if (!st) st = wse_alloc(m, x, y, tt, "B buffer", &oB2);
+            st = gpt2c_wse_alloc(m, x, y, tt, "A tile", &oA);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, tt, "B tile", &oB);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, tt, "C tile", &oC);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, tt, "A buffer", &oA2);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, tt, "B buffer", &oB2);
         }
     /* gemm-collectives_2d's resources on every PE: tasks 8/9 (x entry), 10/11 (y entry),
      * EXIT 12, compute 13, x_done 14, y_done 15 */
     for (int y = 0; y < P && !st && !mesh_gemm; y++)
         for (int x = 0; x < P && !st; x++)
-            for (int id = 8; id <= 15 && !st; id++) st = wse_bind_task(m, x, y, id, 'l');
-    if (!st) st = wse_mesh_commit(m);
+            for (int id = 8; id <= 15 && !st; id++) st = gpt2c_wse_bind_task(m, x, y, id, 'l');
+    if (!st) st = gpt2c_wse_mesh_commit(m);
     float *A = NULL, *B = NULL;
     int *pos = malloc(sizeof(int) * (size_t)P), *inv = malloc(sizeof(int) * (size_t)P);
     uint64_t *arr = malloc(sizeof(uint64_t) * (size_t)P * P * 2 * 2 + 1);
@@ -113,22 +113,22 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
             uint64_t t_start = 0;
             for (int y = 0; y < P; y++)
                 for (int x = 0; x < P; x++) if (wse_at(m, x, y)->t_ce > t_start) t_start = wse_at(m, x, y)->t_ce;
-            st = wse_coll_bcast(m, l, P, (long)tt, 0);
-            if (!st) st = wse_coll_bcast(m, l + P, P, (long)tt, 4);
+            st = gpt2c_wse_coll_bcast(m, l, P, (long)tt, 0);
+            if (!st) st = gpt2c_wse_coll_bcast(m, l + P, P, (long)tt, 4);
             free(l);
             /* the broadcasts' microthreads hold queues 2 (x in), 4 (x out), 3 (y in), 5 (y out) */
             for (int y = 0; y < P && !st; y++)
                 for (int x = 0; x < P && !st; x++) {
                     uint64_t t_end = wse_at(m, x, y)->t_ce;
-                    st = wse_queue_use(m, x, y, x == s ? 4 : 2, x == s, t_start, t_end);
-                    if (!st) st = wse_queue_use(m, x, y, y == s ? 5 : 3, y == s, t_start, t_end);
+                    st = gpt2c_wse_queue_use(m, x, y, x == s ? 4 : 2, x == s, t_start, t_end);
+                    if (!st) st = gpt2c_wse_queue_use(m, x, y, y == s ? 5 : 3, y == s, t_start, t_end);
                 }
             if (st) break;
             int hops = s > P - 1 - s ? s : P - 1 - s;
             if (hops > row->max_hops_per_step) row->max_hops_per_step = hops;
             for (int y = 0; y < P && !st; y++)
                 for (int x = 0; x < P; x++) {
-                    wse_compute(m, x, y, WSE_OP_FMACS, (long)t * t, t, 1, 0); /* Kt*Nt SAXPYs of Mt */
+                    gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, (long)t * t, t, 1, 0); /* Kt*Nt SAXPYs of Mt */
                     if (!values) continue;
                     wse_pe *pe = wse_at(m, x, y);
                     const float *a = wse_at(m, s, y)->mem + oA, *b = wse_at(m, x, s)->mem + oB;
@@ -161,14 +161,14 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
                     }
                 }
             m->switched |= (1u << 9);
-            st = wse_fabric_run(m, xs, nx);
+            st = gpt2c_wse_fabric_run(m, xs, nx);
             if (st) break;
             for (int y = 0; y < P; y++)
-                for (int x = 0; x < P; x++) wse_compute(m, x, y, WSE_OP_SEND, 2, 0, 1, 0);
+                for (int x = 0; x < P; x++) gpt2c_wse_compute(m, x, y, WSE_OP_SEND, 2, 0, 1, 0);
         }
         for (int y = 0; y < P; y++)
             for (int x = 0; x < P; x++) {
-                wse_compute(m, x, y, WSE_OP_FMACS, (long)t * t, t, 1, 0);
+                gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, (long)t * t, t, 1, 0);
                 if (!values) continue;
                 wse_pe *pe = wse_at(m, x, y);
                 for (int j = 0; j < t; j++)
@@ -180,7 +180,7 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
             for (int k = 0; k < nx; k++) {
                 int ex = xs[k].x + (xs[k].dir1 == WSE_E ? xs[k].hops1 : xs[k].dir1 == WSE_W ? -xs[k].hops1 : 0);
                 int ey = xs[k].y + (xs[k].dir1 == WSE_S ? xs[k].hops1 : xs[k].dir1 == WSE_N ? -xs[k].hops1 : 0);
-                wse_wait(m, ex, ey, xs[k].arrive[xs[k].hops1 - 1]);
+                gpt2c_wse_wait(m, ex, ey, xs[k].arrive[xs[k].hops1 - 1]);
             }
             if (values) { /* the shift: A to the west ring neighbour, B to the north one */
                 for (int y = 0; y < P; y++)
@@ -219,7 +219,7 @@ gpt2c_status gpt2c_wse_gemm(const gpt2c_wse_params *p, gpt2c_wse_fidelity f, con
     }
     if (!st) finish(m, row);
     free(A); free(B); free(pos); free(inv); free(arr); free(xs);
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return st;
 }
 
@@ -232,12 +232,12 @@ gpt2c_status gpt2c_wse_reduce_study(const gpt2c_wse_params *p, gpt2c_wse_fidelit
     q.v[GPT2C_WSE_P_WIDTH] = P;
     q.v[GPT2C_WSE_P_HEIGHT] = 1;
     wse_mesh *m;
-    GPT2C_TRY(wse_mesh_create(&q, GPT2C_WSE_VALUES_NONE, f, &m));
+    GPT2C_TRY(gpt2c_wse_mesh_create(&q, GPT2C_WSE_VALUES_NONE, f, &m));
     wse_line l = {0, 0, WSE_E, P, P / 2};
-    gpt2c_status st = wse_coll_reduce(m, &l, 1, n, algo, groups, 2, 3, 4, 5);
+    gpt2c_status st = gpt2c_wse_coll_reduce(m, &l, 1, n, algo, groups, 2, 3, 4, 5);
     row->max_hops_per_step = P / 2;
     if (!st) finish(m, row);
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return st;
 }
 
@@ -257,12 +257,12 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
     gpt2c_status st = GPT2C_OK;
     for (int y = 0; y < P && !st; y++)
         for (int x = 0; x < P && !st; x++) {
-            st = wse_alloc(m, x, y, (size_t)Mt * Nt, "A tile", &oA);
-            if (!st) st = wse_alloc(m, x, y, (size_t)Nt, "x block", &ox);
-            if (!st) st = wse_alloc(m, x, y, (size_t)Mt, "y block", &oy);
-            if (!st && x == 0) st = wse_alloc(m, x, y, (size_t)Mt, "b block", &ob);
+            st = gpt2c_wse_alloc(m, x, y, (size_t)Mt * Nt, "A tile", &oA);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, (size_t)Nt, "x block", &ox);
+            if (!st) st = gpt2c_wse_alloc(m, x, y, (size_t)Mt, "y block", &oy);
+            if (!st && x == 0) st = gpt2c_wse_alloc(m, x, y, (size_t)Mt, "b block", &ob);
         }
-    if (!st) st = wse_mesh_commit(m);
+    if (!st) st = gpt2c_wse_mesh_commit(m);
     float *A = malloc(sizeof(float) * M * N), *X = malloc(sizeof(float) * N), *Bv = malloc(sizeof(float) * M);
     wse_p2p *v = malloc(sizeof *v * (size_t)P * 2 + 1);
     wse_line *l = malloc(sizeof *l * (size_t)P + 1);
@@ -283,7 +283,7 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
             v[nv++] = (wse_p2p){0, 0, 0, i, Mt};
             v[nv++] = (wse_p2p){0, 0, i, 0, Nt};
         }
-        st = wse_coll_p2p_many(m, v, nv, 4);
+        st = gpt2c_wse_coll_p2p_many(m, v, nv, 4);
         for (int i = 0; i < P; i++) {
             memcpy(wse_at(m, 0, i)->mem + ob, Bv + (size_t)i * Mt, sizeof(float) * (size_t)Mt);
             memcpy(wse_at(m, i, 0)->mem + ox, X + (size_t)i * Nt, sizeof(float) * (size_t)Nt);
@@ -291,7 +291,7 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
     }
     if (!st) { /* x down the columns */
         for (int c = 0; c < P; c++) l[c] = (wse_line){c, 0, WSE_S, P, 0};
-        st = wse_coll_bcast(m, l, P, Nt, 5);
+        st = gpt2c_wse_coll_bcast(m, l, P, Nt, 5);
         for (int y = 1; y < P; y++)
             for (int x = 0; x < P; x++)
                 memcpy(wse_at(m, x, y)->mem + ox, wse_at(m, x, 0)->mem + ox, sizeof(float) * (size_t)Nt);
@@ -300,14 +300,14 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
         for (int y = 0; y < P; y++)
             for (int x = 0; x < P; x++) {
                 wse_pe *pe = wse_at(m, x, y);
-                wse_compute(m, x, y, WSE_OP_FMACS, Nt, Mt, 1, 0);
+                gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, Nt, Mt, 1, 0);
                 float *yy = pe->mem + oy;
                 for (int r = 0; r < Mt; r++) yy[r] = x == 0 ? pe->mem[ob + r] : 0.0f;
                 for (int c = 0; c < Nt; c++)
                     for (int r = 0; r < Mt; r++) yy[r] += pe->mem[oA + (size_t)c * Mt + r] * pe->mem[ox + c];
             }
         for (int r = 0; r < P; r++) l[r] = (wse_line){0, r, WSE_E, P, P - 1};
-        st = wse_coll_reduce(m, l, P, Mt, GPT2C_WSE_CHAIN, 1, 0, 1, 0, 1);
+        st = gpt2c_wse_coll_reduce(m, l, P, Mt, GPT2C_WSE_CHAIN, 1, 0, 1, 0, 1);
         for (int y = 0; y < P; y++)
             for (int x = 0; x < P - 1; x++)
                 for (int r = 0; r < Mt; r++) wse_at(m, P - 1, y)->mem[oy + r] += wse_at(m, x, y)->mem[oy + r];
@@ -315,7 +315,7 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
     if (!st) { /* gather down the east column */
         int nv = 0;
         for (int i = 0; i < P - 1; i++) v[nv++] = (wse_p2p){P - 1, i, P - 1, P - 1, Mt};
-        st = wse_coll_p2p_many(m, v, nv, 4);
+        st = gpt2c_wse_coll_p2p_many(m, v, nv, 4);
     }
     if (!st) {
         double num = 0, den = 0;
@@ -331,6 +331,6 @@ gpt2c_status gpt2c_wse_gemv_example(const gpt2c_wse_params *p, gpt2c_wse_fidelit
         finish(m, row);
     }
     free(A); free(X); free(Bv); free(v); free(l);
-    wse_mesh_free(m);
+    gpt2c_wse_mesh_free(m);
     return st;
 }

@@ -8,7 +8,7 @@
 
 static const char *DIRN[5] = {"north", "south", "east", "west", "ramp"};
 
-gpt2c_status wse_mesh_create(const gpt2c_wse_params *p, gpt2c_wse_values values, gpt2c_wse_fidelity fid,
+gpt2c_status gpt2c_wse_mesh_create(const gpt2c_wse_params *p, gpt2c_wse_values values, gpt2c_wse_fidelity fid,
                              wse_mesh **out) {
     *out = NULL;
     int W = (int)p->v[GPT2C_WSE_P_WIDTH], H = (int)p->v[GPT2C_WSE_P_HEIGHT];
@@ -30,14 +30,14 @@ gpt2c_status wse_mesh_create(const gpt2c_wse_params *p, gpt2c_wse_values values,
     m->link_free = calloc(n * 4, sizeof *m->link_free);
     m->link_load = calloc(n * 4, sizeof *m->link_load);
     if (!m->pe || !m->link_free || !m->link_load) {
-        wse_mesh_free(m);
+        gpt2c_wse_mesh_free(m);
         return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for a %dx%d mesh", W, H);
     }
     *out = m;
     return GPT2C_OK;
 }
 
-void wse_mesh_free(wse_mesh *m) {
+void gpt2c_wse_mesh_free(wse_mesh *m) {
     if (!m) return;
     if (m->pe)
         for (size_t i = 0; i < (size_t)m->W * m->H; i++) {
@@ -54,7 +54,7 @@ void wse_mesh_free(wse_mesh *m) {
     free(m);
 }
 
-gpt2c_status wse_alloc(wse_mesh *m, int x, int y, size_t floats, const char *what, uint32_t *off) {
+gpt2c_status gpt2c_wse_alloc(wse_mesh *m, int x, int y, size_t floats, const char *what, uint32_t *off) {
     wse_pe *pe = wse_at(m, x, y);
     size_t bytes = floats * 4;
     if (pe->sram_used + bytes > m->sram_budget)
@@ -67,7 +67,7 @@ gpt2c_status wse_alloc(wse_mesh *m, int x, int y, size_t floats, const char *wha
     return GPT2C_OK;
 }
 
-gpt2c_status wse_mesh_commit(wse_mesh *m) {
+gpt2c_status gpt2c_wse_mesh_commit(wse_mesh *m) {
     if (m->values == GPT2C_WSE_VALUES_NONE) return GPT2C_OK;
     for (size_t i = 0; i < (size_t)m->W * m->H; i++) {
         wse_pe *pe = &m->pe[i];
@@ -80,9 +80,9 @@ gpt2c_status wse_mesh_commit(wse_mesh *m) {
     return GPT2C_OK;
 }
 
-int wse_colors_used(const wse_pe *pe) { return __builtin_popcount(pe->color_mask); }
+int gpt2c_wse_colors_used(const wse_pe *pe) { return __builtin_popcount(pe->color_mask); }
 
-gpt2c_status wse_route(wse_mesh *m, int x, int y, int color, int rx, unsigned tx) {
+gpt2c_status gpt2c_wse_route(wse_mesh *m, int x, int y, int color, int rx, unsigned tx) {
     if (color < 0 || color >= WSE_MAX_COLORS || color >= (int)m->p.v[GPT2C_WSE_P_COLORS])
         return gpt2c_fail(GPT2C_ERR_RANGE, "wse: PE (%d,%d): color %d does not exist (routable colors 0-%d)", x, y,
                           color, (int)m->p.v[GPT2C_WSE_P_COLORS] - 1);
@@ -107,7 +107,7 @@ static gpt2c_status ext_of(wse_mesh *m, int x, int y, wse_pe_ext **e) {
     return GPT2C_OK;
 }
 
-gpt2c_status wse_queue_use(wse_mesh *m, int x, int y, int q, int out, uint64_t t0, uint64_t t1) {
+gpt2c_status gpt2c_wse_queue_use(wse_mesh *m, int x, int y, int q, int out, uint64_t t0, uint64_t t1) {
     /* WSE-2 [doc S6b]: input queues 0-7, output queues 0-5 (Q6-7 have no output side) */
     int nq = out ? (m->p.wse3 ? 8 : 6) : 8;
     if (q < 0 || q >= nq)
@@ -124,7 +124,7 @@ gpt2c_status wse_queue_use(wse_mesh *m, int x, int y, int q, int out, uint64_t t
     return GPT2C_OK;
 }
 
-gpt2c_status wse_bind_task(wse_mesh *m, int x, int y, int id, char kind) {
+gpt2c_status gpt2c_wse_bind_task(wse_mesh *m, int x, int y, int id, char kind) {
     if (id < 0 || id >= WSE_TASKS)
         return gpt2c_fail(GPT2C_ERR_RANGE, "wse: PE (%d,%d): task ID %d does not exist (0-63)", x, y, id);
     if (id == 27 || id == 28 || id == 30)
@@ -144,7 +144,7 @@ gpt2c_status wse_bind_task(wse_mesh *m, int x, int y, int id, char kind) {
     return GPT2C_OK;
 }
 
-void wse_op_flush(wse_mesh *m) {
+void gpt2c_wse_op_flush(wse_mesh *m) {
     if (!m->nops || m->call_t1 < m->call_t0 || m->call_t0 == UINT64_MAX) return;
     wse_opstat *o = &m->ops[m->cur];
     uint64_t span = m->call_t1 - m->call_t0;
@@ -159,8 +159,8 @@ void wse_op_flush(wse_mesh *m) {
     m->call_t1 = 0;
 }
 
-void wse_op_begin(wse_mesh *m, const char *name, int layer, int phase, double flops) {
-    wse_op_flush(m);
+void gpt2c_wse_op_begin(wse_mesh *m, const char *name, int layer, int phase, double flops) {
+    gpt2c_wse_op_flush(m);
     m->call_t0 = UINT64_MAX;
     m->call_t1 = 0;
     m->call_busymax = 0;

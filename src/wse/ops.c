@@ -7,7 +7,7 @@
 
 #include "wse/wse_internal.h"
 
-int wse_op_width(const wse_mesh *m, wse_op op, int stride) {
+int gpt2c_wse_op_width(const wse_mesh *m, wse_op op, int stride) {
     int w;
     switch (op) {
     case WSE_OP_FMACH: case WSE_OP_FADDH: case WSE_OP_FMULH: case WSE_OP_FMOVH:
@@ -25,7 +25,7 @@ int wse_op_width(const wse_mesh *m, wse_op op, int stride) {
     return w < 1 ? 1 : w;
 }
 
-uint64_t wse_op_cycles(const wse_mesh *m, wse_op op, long n, int stride) {
+uint64_t gpt2c_wse_op_cycles(const wse_mesh *m, wse_op op, long n, int stride) {
     uint64_t setup = (uint64_t)m->p.v[GPT2C_WSE_P_SETUP];
     if (n <= 0) return op == WSE_OP_SEND ? setup : 0;
     if (op == WSE_OP_SEND) return setup;
@@ -36,7 +36,7 @@ uint64_t wse_op_cycles(const wse_mesh *m, wse_op op, long n, int stride) {
         if (s > 1 && s % 8 == 0 && rate > 1) rate = 1;
         return setup + (uint64_t)ceil((double)n / rate - 1e-9);
     }
-    int w = wse_op_width(m, op, stride);
+    int w = gpt2c_wse_op_width(m, op, stride);
     return setup + (uint64_t)((n + w - 1) / w);
 }
 
@@ -74,30 +74,30 @@ static void account(wse_mesh *m, wse_pe *pe, size_t idx, uint64_t t0, uint64_t t
     }
 }
 
-uint64_t wse_compute(wse_mesh *m, int x, int y, wse_op op, long count, long n, int stride, uint64_t ready) {
+uint64_t gpt2c_wse_compute(wse_mesh *m, int x, int y, wse_op op, long count, long n, int stride, uint64_t ready) {
     wse_pe *pe = wse_at(m, x, y);
     uint64_t t0 = pe->t_ce > ready ? pe->t_ce : ready;
     if (count <= 0) {
         pe->t_ce = t0;
         return t0;
     }
-    uint64_t t1 = t0 + (uint64_t)count * wse_op_cycles(m, op, n, stride);
+    uint64_t t1 = t0 + (uint64_t)count * gpt2c_wse_op_cycles(m, op, n, stride);
     pe->t_ce = t1;
     account(m, pe, wse_idx(m, x, y), t0, t1);
     return t1;
 }
 
-uint64_t wse_local_gemm(wse_mesh *m, int x, int y, long M, long N, long K, int strideB, uint64_t ready) {
-    if (M <= 0 || N <= 0 || K <= 0) return wse_compute(m, x, y, WSE_OP_FMACS, 0, 0, 1, ready);
+uint64_t gpt2c_wse_local_gemm(wse_mesh *m, int x, int y, long M, long N, long K, int strideB, uint64_t ready) {
+    if (M <= 0 || N <= 0 || K <= 0) return gpt2c_wse_compute(m, x, y, WSE_OP_FMACS, 0, 0, 1, ready);
     wse_op op = m->values == GPT2C_WSE_VALUES_F16 ? WSE_OP_FMACH : WSE_OP_FMACS;
     /* SAXPYs along N (M*K ops of N) or along M (N*K ops of M, strided by N) */
-    uint64_t a = (uint64_t)(M * K) * wse_op_cycles(m, op, N, strideB);
-    uint64_t b = (uint64_t)(N * K) * wse_op_cycles(m, op, M, (int)N);
-    if (a <= b) return wse_compute(m, x, y, op, M * K, N, strideB, ready);
-    return wse_compute(m, x, y, op, N * K, M, (int)N, ready);
+    uint64_t a = (uint64_t)(M * K) * gpt2c_wse_op_cycles(m, op, N, strideB);
+    uint64_t b = (uint64_t)(N * K) * gpt2c_wse_op_cycles(m, op, M, (int)N);
+    if (a <= b) return gpt2c_wse_compute(m, x, y, op, M * K, N, strideB, ready);
+    return gpt2c_wse_compute(m, x, y, op, N * K, M, (int)N, ready);
 }
 
-void wse_wait(wse_mesh *m, int x, int y, uint64_t t) {
+void gpt2c_wse_wait(wse_mesh *m, int x, int y, uint64_t t) {
     wse_pe *pe = wse_at(m, x, y);
     if (t > pe->t_ce) pe->t_ce = t;
     if (m->nops && t > m->call_t1) m->call_t1 = t;

@@ -97,7 +97,7 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
     g->Tl = g->Tq < 8 ? g->Tq : 8;
     g->nhl = g->Cb >= hs ? g->Cb / hs : 1;
     g->nreg = nreg;
-    gpt2c_status st = wse_mesh_create(p, cfg->values, cfg->fidelity, &g->m);
+    gpt2c_status st = gpt2c_wse_mesh_create(p, cfg->values, cfg->fidelity, &g->m);
     if (!st) {
         g->reg = calloc((size_t)nreg, sizeof *g->reg);
         g->reg_of_layer = calloc((size_t)L, sizeof *g->reg_of_layer);
@@ -140,15 +140,15 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
     for (int t = 0; t < cfg->seq; t++)
         r->prompt[t] = cfg->tokens ? cfg->tokens[t] : (int32_t)(((long)t * 2654435761u + 7) % (unsigned)g->V);
     clock_t c0 = clock();
-    st = wse_gpt2_layout(g);
+    st = gpt2c_wse_gpt2_layout(g);
     /* prefill: chunks of Tq tokens; with separate regions (b, c) chunk c+1
      * enters the embedding region while chunk c is in the layers: a pipeline */
     for (int pos = 0; !st && pos < cfg->seq; pos += g->Tq) {
         int Tq = cfg->seq - pos < g->Tq ? cfg->seq - pos : g->Tq;
         g->phase = 0;
-        st = wse_gpt2_embed(g, r->prompt + pos, pos, Tq);
-        for (int l = 0; !st && l < L; l++) st = wse_gpt2_layer(g, l, pos, Tq);
-        if (!st) st = wse_gpt2_head(g, pos, Tq, 1);
+        st = gpt2c_wse_gpt2_embed(g, r->prompt + pos, pos, Tq);
+        for (int l = 0; !st && l < L; l++) st = gpt2c_wse_gpt2_layer(g, l, pos, Tq);
+        if (!st) st = gpt2c_wse_gpt2_head(g, pos, Tq, 1);
     }
     for (size_t i = 0; !st && i < (size_t)W * H; i++)
         if (g->m->pe[i].t_ce > r->prefill_cycles) r->prefill_cycles = g->m->pe[i].t_ce;
@@ -159,12 +159,12 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
         r->tokens[d] = next;
         r->prompt[pos] = next;
         if (d == cfg->decode - 1) break; /* the last token needs no forward */
-        st = wse_gpt2_embed(g, &next, pos, 1);
-        for (int l = 0; !st && l < L; l++) st = wse_gpt2_layer(g, l, pos, 1);
-        if (!st) st = wse_gpt2_head(g, pos, 1, 0);
+        st = gpt2c_wse_gpt2_embed(g, &next, pos, 1);
+        for (int l = 0; !st && l < L; l++) st = gpt2c_wse_gpt2_layer(g, l, pos, 1);
+        if (!st) st = gpt2c_wse_gpt2_head(g, pos, 1, 0);
         next = g->argmax[0];
     }
-    wse_op_flush(g->m);
+    gpt2c_wse_op_flush(g->m);
     r->sim_seconds = (double)(clock() - c0) / CLOCKS_PER_SEC;
     if (st) {
         gpt2c_wse_result_free(r);
@@ -178,7 +178,7 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
 
 void gpt2c_wse_result_free(gpt2c_wse_result *r) {
     if (!r) return;
-    wse_gpt2_free(&r->g);
+    gpt2c_wse_gpt2_free(&r->g);
     free(r->tokens);
     free(r->prompt);
     free(r);

@@ -95,7 +95,7 @@ static tev pop(wse_prog *pg) {
     return top;
 }
 
-float wse_to_half(float f) {
+float gpt2c_wse_to_half(float f) {
     if (!isfinite(f) || f == 0) return f;
     int e;
     float mant = frexpf(f, &e);
@@ -104,7 +104,7 @@ float wse_to_half(float f) {
     return ldexpf(rintf(ldexpf(mant, 11)), e - 11);
 }
 
-gpt2c_status wse_prog_create(wse_mesh *m, void *user, wse_prog **out) {
+gpt2c_status gpt2c_wse_prog_create(wse_mesh *m, void *user, wse_prog **out) {
     size_t n = (size_t)m->W * m->H;
     wse_prog *pg = calloc(1, sizeof *pg);
     if (!pg) return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for a program");
@@ -118,14 +118,14 @@ gpt2c_status wse_prog_create(wse_mesh *m, void *user, wse_prog **out) {
     pg->mail = calloc(n * WSE_MAX_COLORS, sizeof *pg->mail);
     pg->wait = calloc(n * WSE_MAX_COLORS, sizeof *pg->wait);
     if (!pg->fn || !pg->dfn || !pg->active || !pg->blocked || !pg->held || !pg->mail || !pg->wait) {
-        wse_prog_free(pg);
+        gpt2c_wse_prog_free(pg);
         return gpt2c_fail(GPT2C_ERR_NOMEM, "wse: out of memory for a program");
     }
     *out = pg;
     return GPT2C_OK;
 }
 
-void wse_prog_free(wse_prog *pg) {
+void gpt2c_wse_prog_free(wse_prog *pg) {
     if (!pg) return;
     size_t n = (size_t)pg->m->W * pg->m->H;
     if (pg->mail)
@@ -142,23 +142,23 @@ void wse_prog_free(wse_prog *pg) {
     free(pg);
 }
 
-void *wse_prog_user(wse_prog *pg) { return pg->user; }
-wse_mesh *wse_prog_mesh(wse_prog *pg) { return pg->m; }
-gpt2c_status wse_prog_status(wse_prog *pg) { return pg->st; }
+void *gpt2c_wse_prog_user(wse_prog *pg) { return pg->user; }
+wse_mesh *gpt2c_wse_prog_mesh(wse_prog *pg) { return pg->m; }
+gpt2c_status gpt2c_wse_prog_status(wse_prog *pg) { return pg->st; }
 
-gpt2c_status wse_bind_local(wse_prog *pg, int x, int y, int id, wse_task_fn fn) {
-    GPT2C_TRY(wse_bind_task(pg->m, x, y, id, 'l'));
+gpt2c_status gpt2c_wse_bind_local(wse_prog *pg, int x, int y, int id, wse_task_fn fn) {
+    GPT2C_TRY(gpt2c_wse_bind_task(pg->m, x, y, id, 'l'));
     pg->fn[wse_idx(pg->m, x, y) * WSE_TASKS + (size_t)id] = fn;
     return GPT2C_OK;
 }
 
-gpt2c_status wse_bind_data(wse_prog *pg, int x, int y, int color, wse_data_fn fn) {
-    GPT2C_TRY(wse_bind_task(pg->m, x, y, color, 'd'));
+gpt2c_status gpt2c_wse_bind_data(wse_prog *pg, int x, int y, int color, wse_data_fn fn) {
+    GPT2C_TRY(gpt2c_wse_bind_task(pg->m, x, y, color, 'd'));
     pg->dfn[wse_idx(pg->m, x, y) * WSE_TASKS + (size_t)color] = fn;
     return GPT2C_OK;
 }
 
-void wse_activate(wse_prog *pg, int x, int y, int id) {
+void gpt2c_wse_activate(wse_prog *pg, int x, int y, int id) {
     size_t pe = wse_idx(pg->m, x, y);
     if (id < 0 || id >= WSE_TASKS || !pg->fn[pe * WSE_TASKS + (size_t)id]) {
         fail(pg, gpt2c_fail(GPT2C_ERR_ARG, "wse: PE (%d,%d): task %d activated but not bound", x, y, id));
@@ -166,7 +166,7 @@ void wse_activate(wse_prog *pg, int x, int y, int id) {
     }
     push(pg, pg->m->pe[pe].t_ce, (int)pe, id);
 }
-void wse_block(wse_prog *pg, int x, int y, int id) { pg->blocked[wse_idx(pg->m, x, y) * WSE_TASKS + (size_t)id] = 1; }
+void gpt2c_wse_block(wse_prog *pg, int x, int y, int id) { pg->blocked[wse_idx(pg->m, x, y) * WSE_TASKS + (size_t)id] = 1; }
 
 static void unblock_at(wse_prog *pg, size_t pe, int id, uint64_t t) {
     size_t k = pe * WSE_TASKS + (size_t)id;
@@ -179,7 +179,7 @@ static void unblock_at(wse_prog *pg, size_t pe, int id, uint64_t t) {
         push_ev(pg, e);
     }
 }
-void wse_unblock(wse_prog *pg, int x, int y, int id) {
+void gpt2c_wse_unblock(wse_prog *pg, int x, int y, int id) {
     size_t pe = wse_idx(pg->m, x, y);
     unblock_at(pg, pe, id, pg->m->pe[pe].t_ce);
 }
@@ -191,7 +191,7 @@ static void finish_recv(wse_prog *pg, size_t pe, int color) {
     pending *w = &pg->wait[pe * WSE_MAX_COLORS + (size_t)color];
     int x = (int)(pe % (size_t)pg->m->W), y = (int)(pe / (size_t)pg->m->W);
     uint64_t t = w->t_last > w->t_post ? w->t_last : w->t_post;
-    gpt2c_status st = wse_queue_use(pg->m, x, y, w->iq, 0, w->t_post, t);
+    gpt2c_status st = gpt2c_wse_queue_use(pg->m, x, y, w->iq, 0, w->t_post, t);
     if (st) { fail(pg, st); return; }
     pending cp = *w;
     w->n = 0;
@@ -203,14 +203,14 @@ static void finish_recv(wse_prog *pg, size_t pe, int color) {
         start += lat;
         for (int i = 0; i < cp.n; i++) {
             float v = cp.dst[i] + cp.mem[i];
-            cp.dst[i] = cp.half ? wse_to_half(v) : v;
+            cp.dst[i] = cp.half ? gpt2c_wse_to_half(v) : v;
         }
-        wse_compute(pg->m, x, y, cp.half ? WSE_OP_FADDH : WSE_OP_FADDS, 0, 0, 1, 0);
+        gpt2c_wse_compute(pg->m, x, y, cp.half ? WSE_OP_FADDH : WSE_OP_FADDS, 0, 0, 1, 0);
         if (cp.out_color < 0) {
             memcpy(cp.host, cp.dst, sizeof(float) * (size_t)cp.n);
-            wse_wait(pg->m, x, y, start + (uint64_t)cp.n);
+            gpt2c_wse_wait(pg->m, x, y, start + (uint64_t)cp.n);
         } else {
-            st = wse_queue_use(pg->m, x, y, cp.oq, 1, cp.t_post, start + (uint64_t)cp.n);
+            st = gpt2c_wse_queue_use(pg->m, x, y, cp.oq, 1, cp.t_post, start + (uint64_t)cp.n);
             if (st) { fail(pg, st); free(cp.dst); return; }
             route(pg, x, y, cp.out_color, WSE_RAMP, start, cp.dst, cp.n, 0);
         }
@@ -293,10 +293,10 @@ static void route(wse_prog *pg, int x, int y, int color, int from, uint64_t s, c
     }
 }
 
-void wse_send_async_ex(wse_prog *pg, int x, int y, int color, int oq, const float *src, const int *idx, int n,
+void gpt2c_wse_send_async_ex(wse_prog *pg, int x, int y, int color, int oq, const float *src, const int *idx, int n,
                        int activate, int unblock) {
-    uint64_t t0 = wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0);
-    gpt2c_status st = wse_queue_use(pg->m, x, y, oq, 1, t0, t0 + (uint64_t)n);
+    uint64_t t0 = gpt2c_wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0);
+    gpt2c_status st = gpt2c_wse_queue_use(pg->m, x, y, oq, 1, t0, t0 + (uint64_t)n);
     if (st) { fail(pg, st); return; }
     if (color < 0 || color >= WSE_MAX_COLORS) {
         fail(pg, gpt2c_fail(GPT2C_ERR_RANGE, "wse: PE (%d,%d): color %d does not exist", x, y, color));
@@ -310,8 +310,8 @@ void wse_send_async_ex(wse_prog *pg, int x, int y, int color, int oq, const floa
     if (unblock >= 0) push_ev(pg, (tev){t0 + (uint64_t)n, 0, (int)pe, unblock, EV_UNBLOCK, 0, 0});
 }
 
-void wse_send_async(wse_prog *pg, int x, int y, int color, int oq, const float *src, int n, int activate) {
-    wse_send_async_ex(pg, x, y, color, oq, src, NULL, n, activate, -1);
+void gpt2c_wse_send_async(wse_prog *pg, int x, int y, int color, int oq, const float *src, int n, int activate) {
+    gpt2c_wse_send_async_ex(pg, x, y, color, oq, src, NULL, n, activate, -1);
 }
 
 static pending *post(wse_prog *pg, int x, int y, int color) {
@@ -327,17 +327,17 @@ static pending *post(wse_prog *pg, int x, int y, int color) {
     return w;
 }
 
-void wse_recv_async(wse_prog *pg, int x, int y, int color, int iq, float *dst, int n, int activate) {
-    uint64_t t0 = wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0); /* the op's setup */
+void gpt2c_wse_recv_async(wse_prog *pg, int x, int y, int color, int iq, float *dst, int n, int activate) {
+    uint64_t t0 = gpt2c_wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0); /* the op's setup */
     pending *w = post(pg, x, y, color);
     if (!w) return;
     *w = (pending){.t_post = t0, .dst = dst, .n = n, .iq = iq, .activate = activate};
     drain(pg, wse_idx(pg->m, x, y), color);
 }
 
-void wse_stream_add_async(wse_prog *pg, int x, int y, int in_color, int iq, const float *mem, int out_color, int oq,
+void gpt2c_wse_stream_add_async(wse_prog *pg, int x, int y, int in_color, int iq, const float *mem, int out_color, int oq,
                           int n, int half, float *host) {
-    uint64_t t0 = wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0);
+    uint64_t t0 = gpt2c_wse_compute(pg->m, x, y, WSE_OP_SEND, 1, 0, 1, 0);
     pending *w = post(pg, x, y, in_color);
     if (!w) return;
     float *buf = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
@@ -347,12 +347,12 @@ void wse_stream_add_async(wse_prog *pg, int x, int y, int in_color, int iq, cons
     drain(pg, wse_idx(pg->m, x, y), in_color);
 }
 
-void wse_host_h2d(wse_prog *pg, int x, int y, int color, const float *v, const int *idx, int n) {
+void gpt2c_wse_host_h2d(wse_prog *pg, int x, int y, int color, const float *v, const int *idx, int n) {
     size_t pe = wse_idx(pg->m, x, y);
     for (int k = 0; k < n; k++) push_ev(pg, (tev){(uint64_t)k, 0, (int)pe, color, EV_DATA, idx ? idx[k] : k, v[k]});
 }
 
-gpt2c_status wse_prog_launch(wse_prog *pg, wse_task_fn fn) {
+gpt2c_status gpt2c_wse_prog_launch(wse_prog *pg, wse_task_fn fn) {
     wse_mesh *m = pg->m;
     if (fn)
         for (int y = 0; y < m->H; y++)

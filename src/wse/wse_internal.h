@@ -91,32 +91,32 @@ static inline wse_pe *wse_at(wse_mesh *m, int x, int y) { return &m->pe[(size_t)
 static inline size_t wse_idx(const wse_mesh *m, int x, int y) { return (size_t)y * m->W + x; }
 
 /* mesh.c */
-gpt2c_status wse_mesh_create(const gpt2c_wse_params *p, gpt2c_wse_values values, gpt2c_wse_fidelity fid,
+gpt2c_status gpt2c_wse_mesh_create(const gpt2c_wse_params *p, gpt2c_wse_values values, gpt2c_wse_fidelity fid,
                              wse_mesh **out);
-void wse_mesh_free(wse_mesh *m);
+void gpt2c_wse_mesh_free(wse_mesh *m);
 /* Bump-allocates bytes on PE (x,y) for `what`; *off gets the float offset. */
-gpt2c_status wse_alloc(wse_mesh *m, int x, int y, size_t floats, const char *what, uint32_t *off);
+gpt2c_status gpt2c_wse_alloc(wse_mesh *m, int x, int y, size_t floats, const char *what, uint32_t *off);
 /* After layout: allocates value memory (values modes). */
-gpt2c_status wse_mesh_commit(wse_mesh *m);
+gpt2c_status gpt2c_wse_mesh_commit(wse_mesh *m);
 /* Route of `color` at (x,y): upstream direction rx, downstream tx mask (merged). */
-gpt2c_status wse_route(wse_mesh *m, int x, int y, int color, int rx, unsigned tx);
+gpt2c_status gpt2c_wse_route(wse_mesh *m, int x, int y, int color, int rx, unsigned tx);
 /* A microthread on in/out queue q of (x,y) during [t0, t1): fails if one overlaps. */
-gpt2c_status wse_queue_use(wse_mesh *m, int x, int y, int q, int out, uint64_t t0, uint64_t t1);
+gpt2c_status gpt2c_wse_queue_use(wse_mesh *m, int x, int y, int q, int out, uint64_t t0, uint64_t t1);
 /* Binds task ID `id` of (x,y) (kind 'd' data, 'l' local, 'c' control). */
-gpt2c_status wse_bind_task(wse_mesh *m, int x, int y, int id, char kind);
-int wse_colors_used(const wse_pe *pe);
+gpt2c_status gpt2c_wse_bind_task(wse_mesh *m, int x, int y, int id, char kind);
+int gpt2c_wse_colors_used(const wse_pe *pe);
 
 /* ops.c: cycles of one DSD op of n elements at the given stride (in elements) */
-int wse_op_width(const wse_mesh *m, wse_op op, int stride);
-uint64_t wse_op_cycles(const wse_mesh *m, wse_op op, long n, int stride);
+int gpt2c_wse_op_width(const wse_mesh *m, wse_op op, int stride);
+uint64_t gpt2c_wse_op_cycles(const wse_mesh *m, wse_op op, long n, int stride);
 /* Runs `count` ops of n elements on PE (x,y) no earlier than `ready`; returns the end. */
-uint64_t wse_compute(wse_mesh *m, int x, int y, wse_op op, long count, long n, int stride, uint64_t ready);
+uint64_t gpt2c_wse_compute(wse_mesh *m, int x, int y, wse_op op, long count, long n, int stride, uint64_t ready);
 /* Local C (M x N) += A (M x K) B (K x N) as SAXPYs along the cheaper axis; returns the end. */
-uint64_t wse_local_gemm(wse_mesh *m, int x, int y, long M, long N, long K, int strideB, uint64_t ready);
-void wse_wait(wse_mesh *m, int x, int y, uint64_t t); /* inputs arrive at t */
+uint64_t gpt2c_wse_local_gemm(wse_mesh *m, int x, int y, long M, long N, long K, int strideB, uint64_t ready);
+void gpt2c_wse_wait(wse_mesh *m, int x, int y, uint64_t t); /* inputs arrive at t */
 /* op accounting: starts op (name, layer, phase) */
-void wse_op_begin(wse_mesh *m, const char *name, int layer, int phase, double flops);
-void wse_op_flush(wse_mesh *m); /* closes the current call */
+void gpt2c_wse_op_begin(wse_mesh *m, const char *name, int layer, int phase, double flops);
+void gpt2c_wse_op_flush(wse_mesh *m); /* closes the current call */
 
 /* fabric.c: a stream of n wavelets from (x,y): hops1 in dir1, then hops2 in dir2
  * (colors color1, color2: a turn swaps to the paired color).  deliver_all: every
@@ -133,6 +133,6 @@ typedef struct {
     const uint8_t *hop_add; /* optional: `extra` only where PE i adds (else it just forwards) */
     uint64_t *arrive;
 } wse_xfer;
-gpt2c_status wse_fabric_run(wse_mesh *m, wse_xfer *x, int nx);
+gpt2c_status gpt2c_wse_fabric_run(wse_mesh *m, wse_xfer *x, int nx);
 
 #endif
