@@ -108,6 +108,10 @@ GPT2C_DIST_STATS=1 mpi 2 train "${MODEL[@]}" "${COMMON[@]}" --shuffle --batch 2 
 grep -q "ZeRO-1 shard" "$W/zero.err" && pass "--zero 1 reports its shard" || { fail "--zero 1 line"; cat "$W/zero.err"; }
 [ "$(grep -c "gpt2c train: rank [01]: 6 steps, reduce-scatter" "$W/zero.err")" -eq 2 ] && pass "--zero 1 reduce-scatters the gradients on both ranks" \
   || { fail "--zero 1 reduce-scatter"; cat "$W/zero.err"; }
+grep -q "gpt2c train: rank 0: 6 steps, .*, wte early" "$W/zero.err" && pass "wte's LM-head part reduced early" || fail "wte early not used"
+# wte reduced whole after backward (its rows not apart): the same losses within 1e-5
+GPT2C_DIST_WTE_EARLY=0 mpi 2 train "${MODEL[@]}" "${COMMON[@]}" --shuffle --batch 2 --steps 6 --log "$W/late.jsonl" 2>/dev/null
+same_losses "wte early or after backward: the same losses (1e-5)" "$W/two.jsonl" "$W/late.jsonl" 1e-5 0 1 2 3 4 5 6
 # the all-reduce kept for comparison (bench/mpi.sh) gives the same numbers
 GPT2C_DIST_ZERO_ALLREDUCE=1 mpi 2 train "${MODEL[@]}" "${COMMON[@]}" --shuffle --batch 2 --steps 6 --zero 1 --log /dev/null --save "$W/zero_ar.safetensors" 2>/dev/null
 d=$("$MAXDIFF" "$W/zero_ar.safetensors" "$W/zero.safetensors" 0) && pass "--zero 1: reduce-scatter and all-reduce checkpoints identical" || fail "--zero 1 RS vs AR: $d"

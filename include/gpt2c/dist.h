@@ -86,6 +86,7 @@ typedef struct gpt2c_dist_stats {
     double bytes, comm_ms, wait_ms, gather_ms, skew_ms;
     int steps;
     int reduce_scatter; /* ZeRO-1: gradients reduce-scattered (each rank receives its shard's sums) */
+    int wte_early;      /* wte's LM-head part reduced from the LM head's backward on (the encoder's rows gathered) */
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);
 

@@ -498,10 +498,10 @@ static int train_run(train_job *J) {
         const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
         fprintf(stderr, "gpt2c %s: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
                 "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f ms/step, "
-                "peak RSS %.2f GiB\n", CMD, ui->rank, s.steps, s.reduce_scatter ? "reduce-scatter" : "all-reduce",
+                "peak RSS %.2f GiB%s\n", CMD, ui->rank, s.steps, s.reduce_scatter ? "reduce-scatter" : "all-reduce",
                 s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
                 s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
-                gpt2c_peak_rss_bytes() / 1073741824.0);
+                gpt2c_peak_rss_bytes() / 1073741824.0, s.wte_early ? ", wte early" : "");
     }
 #endif
     if (ui->prof) {

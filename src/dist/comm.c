@@ -55,6 +55,8 @@ static void detach(gpt2c_dist *d) {
     free(d->buckets);
     free(d->pack_mem);
     free(d->rs_mem);
+    free(d->rows_all);
+    free(d->tokens_all);
     free(d->rs_counts_mem);
     free(d->reqs);
     gpt2c_dist_zero_free(d);

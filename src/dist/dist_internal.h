@@ -12,6 +12,7 @@
  * several small slices packed into `pack` (copied in before, out after). */
 typedef struct gpt2c_dist_bucket {
     int group;          /* the on_grads_final layer whose gradients it holds */
+    int gather;         /* 0: gradients; 1 / 2: all-gather of the encoder's rows / tokens (wte's rows apart) */
     int first, count;   /* its slices: slices[first .. first+count) */
     int packed;         /* 0: one slice reduced in place */
     float *pack;        /* packed: the slices copied here */
@@ -40,6 +41,13 @@ struct gpt2c_dist {
     gpt2c_dist_bucket *buckets;
     int nbuckets;
     float *pack_mem;
+    /* wte's gradient early: its LM-head part is reduced from group L+1 on,
+     * the encoder's rows (acts->dres, B*T x C) and tokens of every rank are
+     * all-gathered after backward and added to it, in rank order */
+    int wte_early;
+    size_t rows_n;       /* B*T the row buffers hold (per rank) */
+    float *rows_all;     /* [size][B*T][C] */
+    int32_t *tokens_all; /* [size][B*T] */
     MPI_Request *reqs; /* one per bucket */
     int posted;        /* buckets posted this step (by the comm thread while a step is active) */
     int armed;         /* on_grads_final is set for this step */

@@ -14,6 +14,7 @@
 
 #include "dist/dist_internal.h"
 #include "kernels/kernels.h"
+#include "model/acts.h"
 #include "model/model_internal.h"
 
 /* A slice at least this big is reduced in place as its own message; smaller
@@ -26,8 +27,9 @@ gpt2c_dist_opts gpt2c_dist_opts_default(void) {
     return (gpt2c_dist_opts){.zero = 0, .overlap = 1, .bucket_floats = 1u << 20};
 }
 
-/* The slices of the gradient slab that become final at group `g`. */
-static int group_slices(const gpt2c_model *m, int g, gpt2c_dist_slice *out) {
+/* The slices of the gradient slab that become final at group `g`
+ * (L+1: wte when its rows are apart; L: final layernorm; blocks; -1: the rest). */
+static int group_slices(const gpt2c_model *m, int g, int wte_early, gpt2c_dist_slice *out) {
     const int L = m->cfg.num_layers;
     int n = 0;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
@@ -39,14 +41,16 @@ static int group_slices(const gpt2c_model *m, int g, gpt2c_dist_slice *out) {
             out[n++] = (gpt2c_dist_slice){off + (size_t)g * per, per};
         } else {
             const int final_ln = id == GPT2C_P_LNFW || id == GPT2C_P_LNFB;
-            if ((final_ln && g == L) || (!final_ln && g == -1)) out[n++] = (gpt2c_dist_slice){off, pi->numel};
+            const int wte = id == GPT2C_P_WTE, early = wte && wte_early;
+            if ((final_ln && g == L) || (early && g == L + 1) || (!final_ln && !early && g == -1))
+                out[n++] = (gpt2c_dist_slice){off, pi->numel};
         }
     }
     return n;
 }
 
 static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
-    const int L = m->cfg.num_layers, ngroups = L + 2;
+    const int L = m->cfg.num_layers, ngroups = L + 3;
     const size_t cap_slices = (size_t)ngroups * GPT2C_NUM_PARAM_TENSORS * 4 + m->slab_floats / DIST_MAX_MSG + 16;
     d->slices = calloc(cap_slices, sizeof *d->slices);
     d->buckets = calloc(cap_slices, sizeof *d->buckets);
@@ -55,8 +59,8 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
     gpt2c_dist_slice gs[GPT2C_NUM_PARAM_TENSORS];
     /* pass 1: slices and buckets; pack offsets are recorded in `n` and fixed up below */
     for (int gi = 0; gi < ngroups; gi++) {
-        const int g = L - gi; /* L, L-1, ..., 0, -1: the order backward finishes them */
-        const int ns = group_slices(m, g, gs);
+        const int g = L + 1 - gi; /* L+1, L, ..., 0, -1: the order backward finishes them */
+        const int ns = group_slices(m, g, d->wte_early, gs);
         int open = -1; /* the packed bucket being filled */
         for (int s = 0; s < ns; s++) {
             if (gs[s].n >= DIST_INPLACE_MIN) {
@@ -81,6 +85,10 @@ static gpt2c_status plan(gpt2c_dist *d, gpt2c_model *m) {
             d->buckets[open].n += gs[s].n;
             pack_total += gs[s].n;
         }
+    }
+    if (d->wte_early) { /* then the rows and tokens, after the last gradients */
+        d->buckets[d->nbuckets++] = (gpt2c_dist_bucket){.group = -1, .gather = 1};
+        d->buckets[d->nbuckets++] = (gpt2c_dist_bucket){.group = -1, .gather = 2};
     }
     d->pack_mem = pack_total ? malloc(pack_total * sizeof(float)) : NULL;
     d->reqs = malloc((size_t)d->nbuckets * sizeof *d->reqs);
@@ -115,6 +123,7 @@ static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
     size_t at = 0;
     for (int b = 0; b < d->nbuckets; b++) {
         gpt2c_dist_bucket *bk = &d->buckets[b];
+        if (bk->gather) continue;
         int increasing = 1;
         for (int s = bk->first + 1; s < bk->first + bk->count; s++)
             increasing &= d->slices[s].off >= d->slices[s - 1].off + d->slices[s - 1].n;
@@ -162,8 +171,35 @@ static double bytes_ready(const gpt2c_dist *d, int group) {
     return n * sizeof(float);
 }
 
+/* The encoder's rows and tokens of every rank, in rank order. */
+static gpt2c_status post_gather(gpt2c_dist *d, int b) {
+    const gpt2c_model *m = d->m;
+    const size_t N = (size_t)m->B * (size_t)m->T, C = (size_t)m->cfg.channels;
+    if (N > d->rows_n)
+        return gpt2c_fail(GPT2C_ERR_ARG, "mpi: a batch of %zu positions is more than the %zu planned", N, d->rows_n);
+    if (d->buckets[b].gather == 1) {
+        GPT2C_DIST_MPI(MPI_Iallgather(m->acts->dres, (int)(N * C), MPI_FLOAT, d->rows_all, (int)(N * C), MPI_FLOAT, d->comm,
+                                      &d->reqs[b]));
+        d->stats.bytes += (double)N * C * sizeof(float);
+    } else {
+        GPT2C_DIST_MPI(MPI_Iallgather(m->acts->tokens, (int)N, MPI_INT32_T, d->tokens_all, (int)N, MPI_INT32_T, d->comm,
+                                      &d->reqs[b]));
+    }
+    return GPT2C_OK;
+}
+
+/* wte's rows apart (after the gather): every rank's encoder rows added to wte's
+ * reduced gradient, rank 0's first, as one process with the global batch would */
+static void add_rows(gpt2c_dist *d, gpt2c_model *m) {
+    const gpt2c_param_info *pi = &m->info[GPT2C_P_WTE];
+    float *dwte = m->grads_mem + pi->byte_offset / sizeof(float);
+    GPT2C_PROF_OP(m->prof, GPT2C_OP_ENCODER, -1, 0, 0,
+                  m->k->encoder_backward(dwte, NULL, d->rows_all, d->tokens_all, d->size * m->B, m->T, m->cfg.channels));
+}
+
 static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     gpt2c_dist_bucket *bk = &d->buckets[b];
+    if (bk->gather) return post_gather(d, b);
     float *g = d->m->grads_mem, *buf;
     if (bk->packed) {
         size_t at = 0;
@@ -279,10 +315,11 @@ static void on_grads_final(void *ctx, int layer) {
 
 static void arm(void *ctx, gpt2c_model *m) {
     gpt2c_dist *d = ctx;
+    m->wte_rows_apart = d->wte_early; /* overlapped or not: the same collectives */
     if (!d->have_thread) return;
     pthread_mutex_lock(&d->mu);
     d->posted = 0;
-    __atomic_store_n(&d->ready, m->cfg.num_layers + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->ready, m->cfg.num_layers + 2, __ATOMIC_RELEASE);
     d->active = 1;
     d->finished = 0;
     d->t_first_post = 0;
@@ -323,6 +360,10 @@ static gpt2c_status reduce_wait(gpt2c_dist *d) {
 static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     gpt2c_dist *d = ctx;
     const int threaded = d->armed;
+    const int rows_apart = m->wte_rows_apart;
+    m->wte_rows_apart = 0;
+    if (d->wte_early && !rows_apart)
+        return gpt2c_fail(GPT2C_ERR_ARG, "mpi: the gradients were computed without the reduction armed");
     if (d->armed) {
         m->on_grads_final = NULL;
         m->grads_final_ctx = NULL;
@@ -354,6 +395,7 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
             at += d->slices[s].n;
         }
     }
+    if (rows_apart) add_rows(d, m);
     double sum = 0;
     GPT2C_DIST_MPI(MPI_Allreduce(loss, &sum, 1, MPI_DOUBLE, MPI_SUM, d->comm));
     *loss = sum / d->size;
@@ -381,6 +423,18 @@ gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_o
     d->opts = *o;
     if (d->opts.bucket_floats == 0) d->opts.bucket_floats = gpt2c_dist_opts_default().bucket_floats;
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
+    /* wte's LM-head part early when the ranks' rows are fewer than wte's (GPT2C_DIST_WTE_EARLY=0: off) */
+    const char *we = getenv("GPT2C_DIST_WTE_EARLY");
+    const size_t N = (size_t)m->B * (size_t)m->T, C = (size_t)m->cfg.channels;
+    d->wte_early = m->trainable[GPT2C_P_WTE] && m->acts && N > 0 && (size_t)d->size * N <= (size_t)m->cfg.padded_vocab_size &&
+                   (size_t)d->size * N * C <= (size_t)INT32_MAX && !(we && strcmp(we, "0") == 0);
+    if (d->wte_early) {
+        d->rows_n = N;
+        d->rows_all = malloc((size_t)d->size * N * C * sizeof(float));
+        d->tokens_all = malloc((size_t)d->size * N * sizeof(int32_t));
+        if (!d->rows_all || !d->tokens_all) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (encoder rows)");
+    }
+    d->stats.wte_early = d->wte_early;
     GPT2C_TRY(plan(d, m));
     if (o->zero) {
         GPT2C_TRY(gpt2c_dist_zero_attach(d, m));

@@ -45,6 +45,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     const gpt2c_tensor wte = W(WTE, 0);
     OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp, wte.fmt),
        MATMUL_BWD(a->dbuf, G(WTE, 0), NULL, a->logits, a->lnf, wte, N, C, Vp));
+    if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, L + 1); /* the LM head's part of wte's */
     /* final layernorm: its input gradient starts the residual stream's (cleared first) */
     OP(GPT2C_OP_LAYERNORM, -1, cost_layernorm_bwd(N, C),
        (k->zero(a->dres, (size_t)N * C),
@@ -81,7 +82,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
         if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, l);
     }
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_bwd(N, C),
-       k->encoder_backward(G(WTE, 0), G(WPE, 0), a->dres, a->tokens, B, T, C));
+       k->encoder_backward(m->wte_rows_apart ? NULL : G(WTE, 0), G(WPE, 0), a->dres, a->tokens, B, T, C));
     if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, -1);
     m->have_targets = 0; /* the logits buffer now holds gradients */
     return k->device_check ? k->device_check() : GPT2C_OK;

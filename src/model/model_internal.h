@@ -40,9 +40,14 @@ struct gpt2c_model {
     /* Data parallel (src/dist): backward calls this as parameter gradients
      * become final, so their all-reduce can start while earlier layers still
      * compute: layer == num_layers: the final layernorm; 0 <= layer < L:
-     * block `layer`; -1: the embeddings (wte, wpe), last.  NULL: no hook. */
+     * block `layer`; -1: the embeddings (wte, wpe), last.  NULL: no hook.
+     * layer == num_layers + 1 (first, after the LM head's matmul): wte's
+     * gradient is final when wte_rows_apart is set, which makes the encoder's
+     * backward leave wte's token rows out (the hook's owner adds them, from
+     * acts->dres and acts->tokens, once it has reduced the LM head's part). */
     void (*on_grads_final)(void *ctx, int layer);
     void *grads_final_ctx;
+    int wte_rows_apart;
 
     gpt2c_acts *acts;
     int B, T; /* shape the activations are planned for */
