@@ -19,5 +19,6 @@ int cmd_profile(int argc, char **argv);
 int cmd_wse(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_distill(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 
 #endif
