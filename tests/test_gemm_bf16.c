@@ -1,4 +1,4 @@
-/* The bf16 GEMM (kernels/cpu/gemm_bf16.h) against its oracle ref_gemm_bf16,
+/* The bf16 GEMM (kernels/cpu/gemm_bf16.h) against its oracle gpt2c_ref_gemm_bf16,
  * for every kernel this CPU can run (vdpbf16ps, and the AVX-512F, AVX2 and
  * portable emulations), on ragged shapes (no multiple of any tile or block),
  * for the three GEMMs of a linear layer with the weight given as bf16 and as
@@ -56,7 +56,7 @@ static void test_rounding(void) {
 static void test_oracle(void) {
     const int M = 5, N = 7, K = 301;
     float *A = rnd((size_t)M * K, 1), *B = rnd((size_t)K * N, 2), C[5 * 7];
-    ref_gemm_bf16(M, N, K, A, K, 1, B, N, 1, C, N, NULL, 0);
+    gpt2c_ref_gemm_bf16(M, N, K, A, K, 1, B, N, 1, C, N, NULL, 0);
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double s = 0, sa = 0;
@@ -96,20 +96,20 @@ static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, g
     /* forward with bias: out = X W^T + b */
     const gemm_operand ax = {X, GPT2C_FMT_F32, IC, 1}, bw = {Wp, wf, 1, IC};
     gpt2c_cpu_gemm_bf16_with(kk, N, OC, IC, ax, bw, out, OC, bias, 0);
-    ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
+    gpt2c_ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
     snprintf(what, sizeof what, "fwd N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
     cmp(what, kk, out, ref, (size_t)N * OC);
     /* dinp = dout W */
     const gemm_operand ad = {D, GPT2C_FMT_F32, OC, 1}, bw2 = {Wp, wf, IC, 1};
     gpt2c_cpu_gemm_bf16_with(kk, N, IC, OC, ad, bw2, dX, IC, NULL, 0);
-    ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
+    gpt2c_ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
     snprintf(what, sizeof what, "dinp N=%d IC=%d OC=%d W %s", N, IC, OC, wn);
     cmp(what, kk, dX, rdX, (size_t)N * IC);
     /* dW += dout^T X (X in the weight's format: a bf16 activation copy) */
     uint16_t *Xb = to_bf16(X, (size_t)N * IC);
     const gemm_operand adt = {D, GPT2C_FMT_F32, 1, OC}, bx = {wf == GPT2C_FMT_BF16 ? (const void *)Xb : (const void *)X, wf, IC, 1};
     gpt2c_cpu_gemm_bf16_with(kk, OC, IC, N, adt, bx, dW, IC, NULL, 1);
-    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    gpt2c_ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
     snprintf(what, sizeof what, "dweight N=%d IC=%d OC=%d X %s", N, IC, OC, wn);
     cmp(what, kk, dW, rdW, (size_t)OC * IC);
 
@@ -145,11 +145,11 @@ static void test_op_table(void) {
     float *dW = calloc((size_t)OC * IC, sizeof(float)), *rdW = calloc((size_t)OC * IC, sizeof(float));
     float *db = calloc(OC, sizeof(float));
     cpu->matmul_forward(out, X, &wt, bias, N, IC, OC);
-    ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
+    gpt2c_ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
     CHECK_MSG(memcmp(out, ref, sizeof(float) * N * OC) == 0, "cpu matmul_forward with a bf16 weight");
     cpu->matmul_backward(dX, dW, db, D, X, &wt, N, IC, OC);
-    ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
-    ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
+    gpt2c_ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
+    gpt2c_ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
     CHECK_MSG(memcmp(dX, rdX, sizeof(float) * N * IC) == 0, "cpu matmul_backward dinp with a bf16 weight");
     CHECK_MSG(memcmp(dW, rdW, sizeof(float) * OC * IC) == 0, "cpu matmul_backward dweight with a bf16 weight");
     free(X), free(W), free(D), free(bias), free(Wb), free(out), free(ref), free(dX), free(rdX), free(dW), free(rdW), free(db);

@@ -40,8 +40,8 @@
 
 enum { GPT2C_NF4_DQ_BLOCK = 256 };
 
-/* bitsandbytes' NF4 values, ascending (code i -> GPT2C_NF4_CODE[i]). */
-extern const float GPT2C_NF4_CODE[16];
+/* bitsandbytes' NF4 values, ascending (code i -> gpt2c_nf4_code[i]). */
+extern const float gpt2c_nf4_code[16];
 /* bitsandbytes' signed 8-bit dynamic map (create_dynamic_map(signed=True)), ascending. */
 const float *gpt2c_dynamic_map(void);
 

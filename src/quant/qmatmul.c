@@ -26,8 +26,8 @@ static void dequant32(const gpt2c_tensor *t, int64_t r, int64_t k, float *o) {
     } else {
         const uint8_t *q = (const uint8_t *)t->data + ((size_t)r * C + k) / 2;
         for (int j = 0; j < 16; j++) {
-            o[2 * j] = GPT2C_NF4_CODE[q[j] >> 4] * d;
-            o[2 * j + 1] = GPT2C_NF4_CODE[q[j] & 15] * d;
+            o[2 * j] = gpt2c_nf4_code[q[j] >> 4] * d;
+            o[2 * j + 1] = gpt2c_nf4_code[q[j] & 15] * d;
         }
     }
 }

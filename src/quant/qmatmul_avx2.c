@@ -85,8 +85,8 @@ static void tile(float *out, const float *inp, const float *bias, int act, int o
 void gpt2c_qmatmul_avx2(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                         int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;
-    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm256_loadu_ps(GPT2C_NF4_CODE),
-              _mm256_loadu_ps(GPT2C_NF4_CODE + 8)};
+    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm256_loadu_ps(gpt2c_nf4_code),
+              _mm256_loadu_ps(gpt2c_nf4_code + 8)};
     c.nbr = IC / c.b;
     if (N < 4 || IC > QMM_MAX_IC) {
         for (int o = o0; o < o1; o++)

@@ -101,7 +101,7 @@ static void tile(float *out, const float *inp, const float *bias, int act, int o
 }
 
 void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r1, float *dst) {
-    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(GPT2C_NF4_CODE), 0};
+    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(gpt2c_nf4_code), 0};
     c.nbr = w->cols / c.b, c.sh = pow2_shift(c.b);
     for (int64_t r = r0; r < r1; r++) {
         if (w->fmt != GPT2C_FMT_Q8) {
@@ -115,7 +115,7 @@ void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r
 void gpt2c_qmatmul_avx512(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                           int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;
-    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(GPT2C_NF4_CODE), 0};
+    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(gpt2c_nf4_code), 0};
     c.nbr = IC / c.b, c.sh = pow2_shift(c.b);
     if (N < 4 || IC > QMM_MAX_IC || (IC & 15)) {
         for (int o = o0; o < o1; o++)

@@ -20,7 +20,7 @@
 static const float Q4_VALUES[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 
 static inline __m512 values16(gpt2c_format f) {
-    return _mm512_loadu_ps(f == GPT2C_FMT_Q4 ? Q4_VALUES : GPT2C_NF4_CODE);
+    return _mm512_loadu_ps(f == GPT2C_FMT_Q4 ? Q4_VALUES : gpt2c_nf4_code);
 }
 
 static _Thread_local float xperm[QMM_VNNI_ROWS][QMM_MAX_IC] __attribute__((aligned(64)));

@@ -5,7 +5,7 @@
 #include "gpt2c/quant.h"
 
 /* bitsandbytes' get_4bit_type("nf4"), as fp32. */
-const float GPT2C_NF4_CODE[16] = {
+const float gpt2c_nf4_code[16] = {
     -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
     -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
     0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f,
@@ -73,7 +73,7 @@ static void pack_q4(const float *x, int n, uint8_t *q, float *d_out) {
 static int nf4_code(float v) {
     int q = 0;
     for (int i = 0; i < 15; i++) {
-        const float mid = (GPT2C_NF4_CODE[i] + GPT2C_NF4_CODE[i + 1]) / 2.0f;
+        const float mid = (gpt2c_nf4_code[i] + gpt2c_nf4_code[i + 1]) / 2.0f;
         q += mid < v;
     }
     return q;
@@ -128,8 +128,8 @@ void gpt2c_quant_unpack_row(const gpt2c_tensor *t, int64_t r, float *out) {
     case GPT2C_FMT_NF4: {
         const uint8_t *q = (const uint8_t *)t->data + (size_t)r * C / 2;
         for (int64_t i = 0; i < C; i += 2) {
-            out[i] = GPT2C_NF4_CODE[q[i / 2] >> 4] * d[i / b];
-            out[i + 1] = GPT2C_NF4_CODE[q[i / 2] & 15] * d[(i + 1) / b];
+            out[i] = gpt2c_nf4_code[q[i / 2] >> 4] * d[i / b];
+            out[i + 1] = gpt2c_nf4_code[q[i / 2] & 15] * d[(i + 1) / b];
         }
         break;
     }

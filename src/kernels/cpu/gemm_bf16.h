@@ -16,7 +16,7 @@
  * blocking (KC, MC, NC) or the number of threads, and the emulated paths
  * (AVX-512F, AVX2, portable C: an FMA of an exact product is the same add)
  * give the same bits as vdpbf16ps, except that vdpbf16ps flushes denormal
- * inputs and results to zero.  ref_gemm_bf16 (test oracle) is this loop. */
+ * inputs and results to zero.  gpt2c_ref_gemm_bf16 (test oracle) is this loop. */
 #ifndef GPT2C_CPU_GEMM_BF16_H
 #define GPT2C_CPU_GEMM_BF16_H
 

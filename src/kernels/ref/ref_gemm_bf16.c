@@ -5,7 +5,7 @@
 
 #include "kernels/bf16.h"
 
-void ref_gemm_bf16(int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb, long csb,
+void gpt2c_ref_gemm_bf16(int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb, long csb,
                    float *C, long ldc, const float *bias, int accumulate) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {

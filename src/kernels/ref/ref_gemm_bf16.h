@@ -5,7 +5,7 @@
 #ifndef GPT2C_REF_GEMM_BF16_H
 #define GPT2C_REF_GEMM_BF16_H
 
-void ref_gemm_bf16(int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb, long csb,
+void gpt2c_ref_gemm_bf16(int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb, long csb,
                    float *C, long ldc, const float *bias, int accumulate);
 
 #endif
