@@ -51,6 +51,20 @@ bad "unknown --format" "unknown format" quantize --model "$W/fp32.safetensors" -
 bad "unknown --quant" "unknown format" generate --model "$W/fp32.safetensors" --quant int4 --prompt-ids 1
 bad "a block that does not divide the rows" "does not divide" quantize --model "$W/fp32.safetensors" --format q8 --block 96 --out "$W/x.safetensors"
 bad "--double-quant on q8" "nf4 only" quantize --model "$W/fp32.safetensors" --format q8 --double-quant --out "$W/x.safetensors"
+# profile --quant / a quantized file: the inference passes (prefill + decode) are profiled
+P=(--seq 8 --decode 2 --batch 2 --trials 1 --warmup 0 --no-peak --no-counters --threads 1)
+check "profile --quant q4 profiles inference (quantized matmuls, B x (T + decode) tokens)" \
+    '"$G" profile "${TINY[@]}" --quant q4 "${P[@]}" 2>/dev/null | grep -q "B=2 T=10" && "$G" profile "${TINY[@]}" --quant q4 "${P[@]}" 2>/dev/null | grep -q "matmul_qkv"'
+check "profile of a quantized file profiles its inference" \
+    '"$G" profile --model "$W/nf4.safetensors" "${P[@]}" 2>&1 | grep -q "inference of .*(nf4 weights)"'
+bad "profile --quant on a quantized file" "already quantized" profile --model "$W/q8.safetensors" --quant q4 "${P[@]}"
+bad "profile --quant unknown" "unknown format" profile "${TINY[@]}" --quant q5 "${P[@]}"
+bad "profile --infer with a thread sweep" "sweeps" profile "${TINY[@]}" --infer --seq 8 --threads 1,2 --no-peak --no-counters
+bad "profile --infer beyond the context" "exceeds the model's context" profile "${TINY[@]}" --infer --seq 60 --decode 10 --no-peak --no-counters --threads 1
+check "bench generate reports the bytes per step and the bandwidth bound fields" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"decode_bytes_per_step_mb\":.*\"decode_pct_of_bound\""'
+check "bench generate without a bandwidth figure says why" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak | grep -q "bound unavailable (--no-peak)"'
 head -c 100000 "$W/q8.safetensors" > "$W/trunc.safetensors"
 bad "a truncated quantized file" "trunc.safetensors" eval --model "$W/trunc.safetensors" --data "$W/val.bin"
 exit $fail

@@ -49,6 +49,9 @@ typedef struct gpt2c_stat {
 } gpt2c_stat;
 
 gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_model *m, const gpt2c_profile_opts *o);
+/* The batch shape shown and counted in tokens/s (default: the model's prepared
+ * B and T); inference profiles set B sequences x T tokens processed per step. */
+void gpt2c_profile_session_set_tokens(gpt2c_profile_session *s, int B, int T);
 /* The scope recorder, for callers that time their own work (data loading). */
 gpt2c_profiler *gpt2c_profile_session_profiler(gpt2c_profile_session *s);
 void gpt2c_profile_session_step_begin(gpt2c_profile_session *s, int step);

@@ -12,6 +12,7 @@
 #include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
+#include "gpt2c/peak.h"
 
 /* Resident set size now (Linux /proc/self/statm; 0 elsewhere). */
 static long long current_rss_bytes(void) {
@@ -41,7 +42,7 @@ static int32_t argmax(const float *x, int V) {
 
 int bench_generate(int argc, char **argv) {
     const char *model = "gpt2", *backend = "cpu", *quant = NULL;
-    int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0;
+    int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0, no_peak = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
         {"--prompt-len", CLI_INT, &P, "prompt tokens prefilled in one pass [512]", 1, 1 << 20},
@@ -52,6 +53,7 @@ int bench_generate(int argc, char **argv) {
         BACKEND_ARG_OPT_STD(backend),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (gpt2c_infer_hugepages)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+        {"--no-peak", CLI_FLAG, &no_peak, "no read-bandwidth figure (gpt2c_peak_get; else cached or measured once)", 0, 0},
         QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -120,20 +122,37 @@ int bench_generate(int argc, char **argv) {
         /* weights streamed per decode step (quantized: codes + scales) */
         const double wbytes = gpt2c_model_qweights(m) ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)gpt2c_model_num_params(m);
         const double step_s = batch / decode;
+        /* bytes read per decode step: the weights once, and every sequence's keys and values up to its
+         * position (the middle of the decode on average); the bound is that over the read bandwidth */
+        const double kv_bytes = 2.0 * 4.0 * c->num_layers * (double)c->channels * (P + 0.5 * (N - 1)) * batch;
+        const double step_bytes = wbytes + kv_bytes;
+        gpt2c_peak pk = {0};
+        char why[160] = "--no-peak";
+        if (!no_peak && gpt2c_peak_get(nthreads, &pk, 0) != GPT2C_OK) snprintf(why, sizeof why, "%s", gpt2c_errmsg()), pk.read_gbs = 0;
+        const double read_gbs = no_peak ? 0 : pk.read_gbs;
+        const double bound_tok_s = read_gbs > 0 ? read_gbs * 1e9 / step_bytes * batch : 0;
         const double rss_mb = gpt2c_peak_rss_bytes() / 1e6, state_mb = gpt2c_infer_bytes(s) / 1e6;
         if (json) {
             printf("{\"model\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"prompt_len\":%d,\"tokens\":%d,\"batch\":%d,"
                    "\"runs\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f,"
-                   "\"format\":\"%s\",\"weights_resident_mb\":%.1f}\n",
+                   "\"format\":\"%s\",\"weights_resident_mb\":%.1f,\"decode_bytes_per_step_mb\":%.1f,"
+                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f}\n",
                    model, backend, nthreads, P, N, batch, runs, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
-                   wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb);
+                   wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb, step_bytes / 1e6, read_gbs, bound_tok_s,
+                   bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0);
         } else {
             printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
             printf("prefill  P=%-5d %9.1f tok/s   (median of %d)\n", P, prefill, runs);
             printf("decode   N=%-5d %9.1f tok/s   %.2f ms/step, weights at %.1f GB/s\n", N, decode, 1e3 * step_s,
                    wbytes / step_s / 1e9);
+            if (bound_tok_s > 0)
+                printf("bound    %.1f MB read per step (weights + KV cache) at the read bandwidth %.1f GB/s (%s): %.1f tok/s; "
+                       "decode at %.0f%% of it\n",
+                       step_bytes / 1e6, read_gbs, pk.from_cache ? "cached" : "measured", bound_tok_s, 100.0 * decode / bound_tok_s);
+            else
+                printf("bound    %.1f MB read per step (weights + KV cache); bandwidth bound unavailable (%s)\n", step_bytes / 1e6, why);
             printf("memory   weights %.1f MB (%.1f MB resident after loading), KV cache + buffers %.1f MB, peak RSS %.1f MB\n",
                    wbytes / 1e6, resident_mb, state_mb, rss_mb);
         }

@@ -1,4 +1,6 @@
-/* `gpt2c profile`: profile training steps of a model (random seeded batches):
+/* `gpt2c profile`: profile training steps of a model (random seeded batches),
+ * or with --infer / --quant / a quantized checkpoint its inference passes
+ * (cli/profile_infer.c):
  * per op, per layer type, per phase, roofline, counters, trials, sweeps;
  * writes trace.json, summary.json, ops.csv, SVG charts and report.html. */
 #include <stdio.h>
@@ -9,6 +11,8 @@
 #include "gpt2c/cpu.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/profile_infer.h"
+#include "cli/quant_arg.h"
 #include "cli/commands.h"
 #include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
@@ -114,7 +118,8 @@ int cmd_profile(int argc, char **argv) {
     const char *out = NULL, *backends = "cpu";
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
-    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0;
+    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16;
+    const char *quant = NULL;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -133,6 +138,10 @@ int cmd_profile(int argc, char **argv) {
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
         {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
         {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
+        {"--infer", CLI_FLAG, &infer,
+         "profile inference instead of training: a step = prefill --seq tokens for --batch sequences + --decode steps", 0, 0},
+        {"--decode", CLI_INT, &decode, "with --infer: decode steps per profiled step [16]", 0, 1 << 20},
+        QUANT_ARG_OPT(quant),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -169,7 +178,21 @@ int cmd_profile(int argc, char **argv) {
     gpt2c_model *m = NULL;
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
-    gpt2c_quant_dequantize_params(m); /* a quantized checkpoint is profiled on its dequantized weights */
+    /* --quant, or a quantized checkpoint: its inference is profiled (quantized bases are not trained) */
+    if (quant || gpt2c_model_qweights(m)) infer = 1;
+    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+        gpt2c_model_free(m);
+        return 1;
+    }
+    if (infer && T + decode > gpt2c_model_config(m)->max_seq_len) {
+        const int ctx = gpt2c_model_config(m)->max_seq_len;
+        gpt2c_model_free(m);
+        return cli_error(CMD, "--seq %d + --decode %d exceeds the model's context of %d", T, decode, ctx);
+    }
+    if (infer && (nb * threads.n > 1 || overhead)) {
+        gpt2c_model_free(m);
+        return cli_error(CMD, "--infer: backend/thread sweeps and --overhead profile training steps only");
+    }
     if (T > gpt2c_model_config(m)->max_seq_len) {
         gpt2c_model_free(m);
         return cli_error(CMD, "--seq: %d is longer than the model's context of %d", T, gpt2c_model_config(m)->max_seq_len);
@@ -190,7 +213,13 @@ int cmd_profile(int argc, char **argv) {
         cli_error(CMD, "out of memory for the batch");
         goto done;
     }
-    if (setup(m, bk[0], main_threads, &r) != GPT2C_OK) {
+    if (infer) {
+        gpt2c_model_set_threads(m, main_threads);
+        if (gpt2c_model_set_backend(m, bk[0]) != GPT2C_OK) {
+            cli_fail_status(CMD);
+            goto done;
+        }
+    } else if (setup(m, bk[0], main_threads, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;
     }
@@ -202,11 +231,17 @@ int cmd_profile(int argc, char **argv) {
     o.command_line = cmdline;
     o.model_name = model;
     o.backend = bk[0];
-    if (!quiet) fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
-                        main_threads, warmup, trials, steps);
+    if (!quiet && infer) {
+        const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : "f32";
+        fprintf(stderr, "gpt2c profile: inference of %s (%s weights), %d sequences: each prefills %d tokens + %d decode steps per step, %s, "
+                "%d threads: %d warm-up + %d x %d steps\n", model, fmt, B, T, decode, bk[0], main_threads, warmup, trials, steps);
+    } else if (!quiet)
+        fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
+                main_threads, warmup, trials, steps);
     for (int bi = 0; bi < nb && !quiet; bi++)
         if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
-    if (run_trials(m, &s, &o, &r) != GPT2C_OK) {
+    const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed};
+    if (infer ? profile_infer_run(m, &ic, &o, &s) != GPT2C_OK : run_trials(m, &s, &o, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;
     }

@@ -85,6 +85,11 @@ static void hook_end(gpt2c_profiler *p, gpt2c_prof_event *e) {
     s->ctr_read_ns += gpt2c_now_ns() - t0;
 }
 
+void gpt2c_profile_session_set_tokens(gpt2c_profile_session *s, int B, int T) {
+    s->B = B;
+    s->T = T;
+}
+
 gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_model *m, const gpt2c_profile_opts *o) {
     *out = NULL;
     gpt2c_profile_opts def = gpt2c_profile_opts_default();

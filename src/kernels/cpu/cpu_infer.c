@@ -102,7 +102,7 @@ static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos,
 static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                    const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
-    if (use_avx512 && gpt2c_cpu_infer_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
+    if (use_avx512 && gpt2c_cpu_flash_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
     gpt2c_ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }

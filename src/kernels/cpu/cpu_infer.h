@@ -8,7 +8,13 @@
 
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1);
-/* Returns 0 when it cannot take the shape (then the caller falls back). */
+/* Attention over the KV cache.  Both return 0 when they cannot take the shape
+ * (then the caller falls back).  The flash kernel (flash_infer_avx512.c:
+ * online softmax over key tiles, a few KiB of scratch, any context) is the
+ * cpu table's; the two-pass one (scores of a 4-query block over all its keys
+ * in a per-thread buffer, contexts up to 4096) stays for `bench attention`. */
+int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                     const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 

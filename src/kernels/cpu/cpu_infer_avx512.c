@@ -5,36 +5,19 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/cpu/avx512_exp.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/kernels.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* e^x, |rel err| ~ 2e-7: x = n ln2 + r (Cody-Waite, |r| <= ln2/2), e^r by a
- * degree-7 Taylor polynomial, times 2^n with scalef.  x clamped to [-88, 88]. */
-ALWAYS_INLINE __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
 
 /* gelu(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}),  u = sqrt(2/pi) (x + 0.044715 x^3):
  * the sigmoid form has no cancellation near 0 and saturates cleanly. */
 ALWAYS_INLINE __m512 gelu512(__m512 x) {
     const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
     const __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_fmadd_ps(x3, _mm512_set1_ps(0.044715f), x));
-    const __m512 e = exp512(_mm512_mul_ps(u, _mm512_set1_ps(-2.0f)));
+    const __m512 e = gpt2c_exp512(_mm512_mul_ps(u, _mm512_set1_ps(-2.0f)));
     return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
@@ -267,7 +250,7 @@ ALWAYS_INLINE void attend_block(float *o, size_t ldo, const float *q, size_t ldq
         __m512 sum = _mm512_setzero_ps();
         for (int j = 0; j < n; j += 16) {
             const __mmask16 mk = lane_mask(nq - j), mall = lane_mask(n - j);
-            const __m512 e = _mm512_maskz_mov_ps(mk, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sq + j), vmax)));
+            const __m512 e = _mm512_maskz_mov_ps(mk, gpt2c_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sq + j), vmax)));
             _mm512_mask_storeu_ps(sq + j, mall, e);
             sum = _mm512_add_ps(sum, e);
         }

@@ -1,0 +1,147 @@
+/* Flash attention (forward) over the KV cache for inference, AVX-512: the
+ * queries of one head in blocks of up to 4, the keys in tiles of 64; per tile
+ * the block's scores (at most 4 x 64), their running maximum m and sum l per
+ * query (online softmax), and the output accumulator O (4 x head size) rescaled
+ * by e^(m_old - m_new) before the tile's P V is added.  Scratch is those few
+ * KiB whatever the context: no score row, no T x T matrix, no context limit.
+ *
+ * Every query's arithmetic is the same whichever block it is in: a tile that
+ * lies wholly beyond a query's keys (the last tile of a block, for its earlier
+ * queries) leaves its m, l and O exactly as they were (factor 1, p = 0), so
+ * prefill in any chunking and decode give the same values bit for bit. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/cpu/avx512_exp.h"
+#include "kernels/cpu/cpu_infer.h"
+
+#define FLASH_INLINE static inline __attribute__((always_inline))
+enum { KT = 64, QB = 4, MAX_HS = 256 };
+
+static inline __mmask16 lanes(int k) {
+    return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
+}
+
+/* queries [n0 - 1, n0 + Q - 1) of one head: query qi sees keys [0, n0 + qi) */
+FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, const float *K, const float *V, int hs,
+                              int ctx, int n0, const int Q) {
+    float acc[QB][MAX_HS] __attribute__((aligned(64)));
+    float p[QB][KT] __attribute__((aligned(64)));
+    float m[QB], l[QB], f[QB];
+    const int n = n0 + Q - 1;
+    const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)hs));
+    for (int qi = 0; qi < Q; qi++) {
+        m[qi] = -INFINITY, l[qi] = 0.0f;
+        for (int c = 0; c < hs; c += 16) _mm512_store_ps(&acc[qi][c], _mm512_setzero_ps());
+    }
+    for (int j0 = 0; j0 < n; j0 += KT) {
+        /* S = q K^T for this tile (K is stored transposed: row i holds channel i of every key) */
+        __m512 s[QB][4];
+        __mmask16 mt[4];
+        for (int c = 0; c < 4; c++) mt[c] = lanes(n - j0 - 16 * c);
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++)
+            for (int c = 0; c < 4; c++) s[qi][c] = _mm512_setzero_ps();
+        for (int i = 0; i < hs; i++) {
+            const float *kr = K + (size_t)i * ctx + j0;
+            const __m512 k0 = _mm512_maskz_loadu_ps(mt[0], kr), k1 = _mm512_maskz_loadu_ps(mt[1], kr + 16);
+            const __m512 k2 = _mm512_maskz_loadu_ps(mt[2], kr + 32), k3 = _mm512_maskz_loadu_ps(mt[3], kr + 48);
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 qb = _mm512_set1_ps(q[qi * ldq + i]);
+                s[qi][0] = _mm512_fmadd_ps(qb, k0, s[qi][0]);
+                s[qi][1] = _mm512_fmadd_ps(qb, k1, s[qi][1]);
+                s[qi][2] = _mm512_fmadd_ps(qb, k2, s[qi][2]);
+                s[qi][3] = _mm512_fmadd_ps(qb, k3, s[qi][3]);
+            }
+        }
+        /* online softmax: new maximum, the factor for what came before, p = e^(s - m) */
+#pragma GCC unroll 4
+        for (int qi = 0; qi < Q; qi++) {
+            const int valid = n0 + qi - j0; /* this query's keys in the tile */
+            __mmask16 mv[4];
+            __m512 mx = _mm512_set1_ps(-INFINITY);
+            for (int c = 0; c < 4; c++) {
+                mv[c] = lanes(valid - 16 * c);
+                s[qi][c] = _mm512_mul_ps(s[qi][c], scale);
+                mx = _mm512_mask_max_ps(mx, mv[c], mx, s[qi][c]);
+            }
+            if (valid <= 0) { /* wholly beyond this query: nothing changes */
+                f[qi] = 1.0f;
+                for (int c = 0; c < 4; c++) _mm512_store_ps(&p[qi][16 * c], _mm512_setzero_ps());
+                continue;
+            }
+            const float mnew = fmaxf(m[qi], _mm512_reduce_max_ps(mx));
+            f[qi] = expf(m[qi] - mnew); /* 0 on the first tile (m = -inf) */
+            const __m512 vm = _mm512_set1_ps(mnew);
+            __m512 sum = _mm512_setzero_ps();
+            for (int c = 0; c < 4; c++) {
+                const __m512 e = _mm512_maskz_mov_ps(mv[c], gpt2c_exp512(_mm512_sub_ps(s[qi][c], vm)));
+                _mm512_store_ps(&p[qi][16 * c], e);
+                sum = _mm512_add_ps(sum, e);
+            }
+            l[qi] = l[qi] * f[qi] + _mm512_reduce_add_ps(sum);
+            m[qi] = mnew;
+        }
+        /* O = O * f + P V over the tile's keys, 64 channels per pass */
+        const int kt = n - j0 < KT ? n - j0 : KT;
+        for (int c0 = 0; c0 < hs; c0 += 64) {
+            __mmask16 mc[4];
+            for (int c = 0; c < 4; c++) mc[c] = lanes(hs - c0 - 16 * c);
+            __m512 a[QB][4];
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++) {
+                const __m512 fq = _mm512_set1_ps(f[qi]);
+                for (int c = 0; c < 4; c++) a[qi][c] = _mm512_mul_ps(_mm512_maskz_load_ps(mc[c], &acc[qi][c0 + 16 * c]), fq);
+            }
+            for (int j = 0; j < kt; j++) {
+                const float *vr = V + (size_t)(j0 + j) * hs + c0;
+                const __m512 v0 = _mm512_maskz_loadu_ps(mc[0], vr), v1 = _mm512_maskz_loadu_ps(mc[1], vr + 16);
+                const __m512 v2 = _mm512_maskz_loadu_ps(mc[2], vr + 32), v3 = _mm512_maskz_loadu_ps(mc[3], vr + 48);
+#pragma GCC unroll 4
+                for (int qi = 0; qi < Q; qi++) {
+                    const __m512 pb = _mm512_set1_ps(p[qi][j]);
+                    a[qi][0] = _mm512_fmadd_ps(pb, v0, a[qi][0]);
+                    a[qi][1] = _mm512_fmadd_ps(pb, v1, a[qi][1]);
+                    a[qi][2] = _mm512_fmadd_ps(pb, v2, a[qi][2]);
+                    a[qi][3] = _mm512_fmadd_ps(pb, v3, a[qi][3]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int qi = 0; qi < Q; qi++)
+                for (int c = 0; c < 4; c++) _mm512_mask_store_ps(&acc[qi][c0 + 16 * c], mc[c], a[qi][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int qi = 0; qi < Q; qi++) {
+        const __m512 inv = _mm512_set1_ps(1.0f / l[qi]);
+        for (int c = 0; c < hs; c += 16)
+            _mm512_mask_storeu_ps(o + qi * ldo + c, lanes(hs - c), _mm512_mul_ps(_mm512_load_ps(&acc[qi][c]), inv));
+    }
+}
+
+/* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries */
+int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                     const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+    (void)B;
+    const int hs = C / NH;
+    if (hs > MAX_HS) return 0;
+    for (long task = t0; task < t1;) {
+        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
+        long Q = Tq - t; /* queries left in this (b, h) */
+        if (Q > t1 - task) Q = t1 - task;
+        if (Q > QB) Q = QB;
+        const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
+        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
+        const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
+        const int n0 = pos[b] + t + 1;
+        switch (Q) {
+        case 4: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 4); break;
+        case 3: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 3); break;
+        case 2: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 2); break;
+        default: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 1); break;
+        }
+        task += Q;
+    }
+    return 1;
+}

@@ -1,0 +1,83 @@
+/* Flash attention over the KV cache (the cpu table's attention_kv_range on
+ * AVX-512: online softmax over tiles of 64 keys) against the ref backend's
+ * (double accumulation, two passes) on random caches: head sizes that are and
+ * are not multiples of 16 and 64, batches at different positions, prefill and
+ * decode, contexts longer than any score buffer would hold; and the values
+ * of a query do not depend on how the tasks are split into ranges (prefill
+ * in any chunking and decode agree bit for bit). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/cpu.h"
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+typedef void (*attn_fn)(float *, const float *, size_t, const float *, const float *, const int *, int, int, int, int,
+                        int, long, long);
+
+static void run_ranges(attn_fn f, float *out, const float *q, size_t qs, const float *kc, const float *vc,
+                       const int *pos, int B, int Tq, int ctx, int C, int NH, int step) {
+    const long tasks = (long)B * NH * Tq;
+    for (long t0 = 0; t0 < tasks; t0 += step) f(out, q, qs, kc, vc, pos, B, Tq, ctx, C, NH, t0, t0 + step < tasks ? t0 + step : tasks);
+}
+
+static void check_case(attn_fn cpu, attn_fn ref, int B, int Tq, int ctx, int C, int NH, const int *pos) {
+    const size_t qs = (size_t)3 * C + 5; /* a row stride that is not C */
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 11, (uint64_t)(B * 131 + Tq * 7 + ctx + C));
+    float *q = malloc(sizeof(float) * (size_t)B * Tq * qs), *kc = malloc(sizeof(float) * (size_t)B * C * ctx);
+    float *vc = malloc(sizeof(float) * (size_t)B * C * ctx);
+    float *want = malloc(sizeof(float) * (size_t)B * Tq * C), *got = malloc(sizeof(float) * (size_t)B * Tq * C);
+    float *got2 = malloc(sizeof(float) * (size_t)B * Tq * C);
+    for (size_t i = 0; i < (size_t)B * Tq * qs; i++) q[i] = 2.0f * gpt2c_rng_normal(&r); /* peaked softmax too */
+    for (size_t i = 0; i < (size_t)B * C * ctx; i++) kc[i] = gpt2c_rng_normal(&r), vc[i] = gpt2c_rng_normal(&r);
+    run_ranges(ref, want, q, qs, kc, vc, pos, B, Tq, ctx, C, NH, 1 << 30);
+    run_ranges(cpu, got, q, qs, kc, vc, pos, B, Tq, ctx, C, NH, 4);
+    double worst = 0; /* per head of each query: max |difference| over that head's largest |output| */
+    const int hs = C / NH;
+    for (size_t i = 0; i < (size_t)B * Tq * NH; i++) {
+        const double e = tu_max_rel_err(got + i * hs, want + i * hs, (size_t)hs, 1e-3);
+        if (!(e <= worst)) worst = e;
+    }
+    printf("  B=%d Tq=%d ctx=%d C=%d NH=%d: max relative error %.2g\n", B, Tq, ctx, C, NH, worst);
+    CHECK(worst < 1e-5); /* fp32 scores of up to 128 terms, then exp: ~1e-6 measured */
+    /* the same tasks split differently (ranges of 3, then one range): bit for bit */
+    run_ranges(cpu, got2, q, qs, kc, vc, pos, B, Tq, ctx, C, NH, 3);
+    CHECK(memcmp(got, got2, sizeof(float) * (size_t)B * Tq * C) == 0);
+    run_ranges(cpu, got2, q, qs, kc, vc, pos, B, Tq, ctx, C, NH, 1 << 30);
+    CHECK(memcmp(got, got2, sizeof(float) * (size_t)B * Tq * C) == 0);
+    /* decode: the last query of each sequence alone, as a one-token step at its position */
+    if (Tq > 1) {
+        int pos1[8];
+        float *q1 = malloc(sizeof(float) * (size_t)B * qs), *o1 = malloc(sizeof(float) * (size_t)B * C);
+        for (int b = 0; b < B; b++) {
+            pos1[b] = pos[b] + Tq - 1;
+            memcpy(q1 + (size_t)b * qs, q + ((size_t)b * Tq + Tq - 1) * qs, sizeof(float) * qs);
+        }
+        run_ranges(cpu, o1, q1, qs, kc, vc, pos1, B, 1, ctx, C, NH, 1);
+        int same = 1;
+        for (int b = 0; b < B; b++)
+            same &= memcmp(o1 + (size_t)b * C, got + ((size_t)b * Tq + Tq - 1) * C, sizeof(float) * C) == 0;
+        CHECK(same);
+        free(q1), free(o1);
+    }
+    free(q), free(kc), free(vc), free(want), free(got), free(got2);
+}
+
+int main(void) {
+    const gpt2c_kernels *cpu = NULL, *ref = NULL;
+    CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
+    CHECK_OK(gpt2c_kernels_get("ref", &ref));
+    if (!cpu || !ref) return tu_finish("test_flash_attention");
+    if (gpt2c_cpu_isa() != GPT2C_ISA_AVX512) printf("  no AVX-512 here: the cpu table's portable attention is checked\n");
+    const int p0[4] = {0, 0, 0, 0}, p1[4] = {5, 0, 63, 17}, p2[2] = {70, 3};
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 37, 48, 96, 2, p0);   /* hs 48: masked lanes */
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 4, 9, 96, 64, 1, p1);    /* hs 64, batch at positions */
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 2, 130, 220, 240, 3, p2); /* hs 80, tiles + tails */
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 3, 200, 256, 2, p2);   /* hs 128: two passes */
+    const int plong[1] = {4999};
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 2, 5003, 128, 2, plong); /* beyond 4096 keys */
+    return tu_finish("test_flash_attention");
+}
