@@ -8,6 +8,9 @@
 # folder, e.g.  git archive bc38b52 | tar -x -C /tmp/old && cmake -S /tmp/old
 # -B /tmp/old/build -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=OFF && cmake
 # --build /tmp/old/build -j2 --target gpt2c
+# The second part of issue 11 (shared option rows, opaque model, one block
+# description for training and inference, prefixed symbols) compares against
+# 4e1df83 the same way.
 set -euo pipefail
 OLD=${1:?old gpt2c}; NEW=${2:?new gpt2c}; ROUNDS=${3:-3}
 lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:" | tr -s ' '

@@ -74,7 +74,7 @@ typedef struct gpt2c_sampling {
 
 /* temperature 1, no top-k, top-p 1, seed 1337 */
 gpt2c_sampling gpt2c_sampling_default(void);
-/* One-line error naming the option (--temperature, --top-k, --top-p) if invalid. */
+/* One-line error naming the quantity (temperature, top-k, top-p) if invalid. */
 gpt2c_status gpt2c_sampling_check(const gpt2c_sampling *sp);
 
 typedef struct gpt2c_sampler gpt2c_sampler;

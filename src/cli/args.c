@@ -1,5 +1,6 @@
 #include "cli/args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -41,7 +42,45 @@ int cli_error(const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
-int cli_fail_status(const char *cmd) { return cli_error(cmd, "%s", gpt2c_errmsg()); }
+/* The command's option table (the last cli_parse), for cli_fail_status. */
+static const cli_opt *cur_opts;
+static int cur_nopts;
+
+/* Library messages name the quantity; these are the options that set one
+ * (longer quantities first where one starts another). */
+static const struct {
+    const char *quantity, *option;
+} QUANTITY_OPTION[] = {
+    {"temperature", "--temperature"}, {"top-k", "--top-k"}, {"top-p", "--top-p"},
+    {"max tokens", "--max-tokens"},   {"max batch", "--max-batch"}, {"batch", "--batch"},
+    {"context slots", "--ctx-slots"}, {"context", "--ctx"},     {"port", "--port"},
+    {"host", "--host"},               {"tokenizer vocabulary", "--vocab"},   {"strategy", "--strategy"},
+    {"layers per region", "--layers-per-region"}, {"prompt tokens", "--seq"}, {"chunk", "--chunk"},
+    {"grid", "--grid"},               {"values", "--values"},    {"sparsity mask", "--keep-sparsity"},
+    {"block", "--block"},             {"format", "--format"},    {"quantization", "--quant"},
+};
+
+static int has_option(const char *name) {
+    for (int i = 0; i < cur_nopts; i++)
+        if (strcmp(cur_opts[i].name, name) == 0) return 1;
+    return 0;
+}
+
+/* A message that starts with a quantity this command sets with an option
+ * (followed by ":" or a value) is printed with the option in its place ("top-p: 2 is outside (0, 1]" ->
+ * "--top-p: 2 is outside (0, 1]"); the rest as they are. */
+int cli_fail_status(const char *cmd) {
+    const char *msg = gpt2c_errmsg();
+    for (size_t i = 0; i < sizeof QUANTITY_OPTION / sizeof QUANTITY_OPTION[0]; i++) {
+        const size_t n = strlen(QUANTITY_OPTION[i].quantity);
+        if (strncmp(msg, QUANTITY_OPTION[i].quantity, n) == 0 && (msg[n] == ':' || (msg[n] == ' ' && !isalpha((unsigned char)msg[n + 1]))) &&
+            has_option(QUANTITY_OPTION[i].option))
+            return cli_error(cmd, "%s%s", QUANTITY_OPTION[i].option, msg + n);
+    }
+    if (strstr(msg, "values load only when allowed)")) /* gpt2c_model_load: the global option that allows them */
+        return cli_error(cmd, "%s; --allow-nonfinite loads it anyway", msg);
+    return cli_error(cmd, "%s", msg);
+}
 int cli_fail_option(const char *cmd, const char *opt) { return cli_error(cmd, "%s: %s", opt, gpt2c_errmsg()); }
 
 int cli_given(const char *name) {
@@ -124,6 +163,7 @@ static int range_error(const char *cmd, const cli_opt *o, const char *val) {
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
               cli_strlist *positional) {
     ngiven = 0;
+    cur_opts = opts, cur_nopts = nopts;
     if (positional) {
         positional->items = (const char **)argv; /* reuse argv storage: values are compacted */
         positional->n = 0;

@@ -58,7 +58,9 @@ int cli_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* Prints "gpt2c <cmd>: <gpt2c_errmsg()>" to stderr and returns 1. */
+/* Prints "gpt2c <cmd>: <gpt2c_errmsg()>" to stderr and returns 1.  The library's
+ * message names a quantity ("top-p: ..."); where the command has the option
+ * that sets it (table in args.c), the option is named instead ("--top-p: ..."). */
 int cli_fail_status(const char *cmd);
 /* The same, the library's message (which names the quantity) after the option that set it. */
 int cli_fail_option(const char *cmd, const char *opt);

@@ -85,13 +85,8 @@ int bench_generate(int argc, char **argv) {
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)P), *ids = malloc(sizeof(int32_t) * (size_t)batch);
     double *pf = malloc(sizeof(double) * runs), *dc = malloc(sizeof(double) * runs);
     if (!prompt || !ids || !pf || !dc) {
-        free(prompt);
-        free(ids);
-        free(pf);
-        free(dc);
-        gpt2c_infer_free(s);
-        gpt2c_model_free(m);
-        return cli_error("bench generate", "out of memory");
+        rc = cli_error("bench generate", "out of memory");
+        goto done;
     }
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
@@ -157,6 +152,7 @@ int bench_generate(int argc, char **argv) {
                    wbytes / 1e6, resident_mb, state_mb, rss_mb);
         }
     }
+done:
     free(prompt);
     free(ids);
     free(pf);

@@ -47,13 +47,18 @@ const char *cli_find_vocab(const char *given) {
         snprintf(buf, sizeof buf, "%s/gpt2-tokenizer", env);
         cands[0] = buf;
     }
-    for (int i = 0; i < 3; i++) {
-        if (!cands[i]) continue;
-        char probe[4200];
-        snprintf(probe, sizeof probe, "%s/encoder.json", cands[i]);
-        if (is_file(probe)) return cands[i];
-        snprintf(probe, sizeof probe, "%s/vocab.json", cands[i]);
-        if (is_file(probe)) return cands[i];
-    }
+    for (int i = 0; i < 3; i++)
+        if (cands[i] && cli_is_tokenizer_dir(cands[i])) return cands[i];
     return NULL;
+}
+
+int cli_is_tokenizer_dir(const char *dir) {
+    static const char *const pairs[2][2] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
+    for (int i = 0; i < 2; i++) {
+        char a[4200], b[4200];
+        snprintf(a, sizeof a, "%s/%s", dir, pairs[i][0]);
+        snprintf(b, sizeof b, "%s/%s", dir, pairs[i][1]);
+        if (is_file(a) && is_file(b)) return 1;
+    }
+    return 0;
 }

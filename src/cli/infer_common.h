@@ -13,5 +13,7 @@ gpt2c_status cli_open_model(const char *name_or_path, const char *backend, uint6
 /* --vocab if given, else $GPT2C_DATA/gpt2-tokenizer, else ../shared/data/gpt2-tokenizer
  * or ../../shared/data/gpt2-tokenizer when present; NULL if none. */
 const char *cli_find_vocab(const char *given);
+/* dir holds a tokenizer: vocab.json + merges.txt, or encoder.json + vocab.bpe. */
+int cli_is_tokenizer_dir(const char *dir);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/infer_common.h"
 #include "gpt2c/io.h"
 #include "gpt2c/tokenizer.h"
 
@@ -25,20 +26,9 @@ static int vocab_size_of(const char *cmd, const char *spec, int *out) {
     return 0;
 }
 
-static int has_tokenizer(const char *dir) {
-    char a[4200], b[4200];
-    struct stat sa, sb;
-    snprintf(a, sizeof a, "%s/vocab.json", dir);
-    snprintf(b, sizeof b, "%s/merges.txt", dir);
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return 1;
-    snprintf(a, sizeof a, "%s/encoder.json", dir);
-    snprintf(b, sizeof b, "%s/vocab.bpe", dir);
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0;
-}
-
 const char *model_arg_vocab_dir(const model_arg *ma) {
     if (ma->vocab && gpt2c_is_dir(ma->vocab)) return ma->vocab;
-    if (ma->model && gpt2c_is_dir(ma->model) && has_tokenizer(ma->model)) return ma->model;
+    if (ma->model && gpt2c_is_dir(ma->model) && cli_is_tokenizer_dir(ma->model)) return ma->model;
     return NULL;
 }
 

@@ -14,10 +14,10 @@ gpt2c_status gpt2c_generate(gpt2c_infer *s, gpt2c_sampler *smp, const int32_t *p
     if (n > s->ctx)
         return gpt2c_fail(GPT2C_ERR_RANGE, "prompt: %d tokens do not fit the context of %d (refused, not truncated)", n,
                           s->ctx);
-    if (max_tokens < 0) return gpt2c_fail(GPT2C_ERR_ARG, "--max-tokens: %d is negative", max_tokens);
+    if (max_tokens < 0) return gpt2c_fail(GPT2C_ERR_ARG, "max tokens: %d is negative", max_tokens);
     if ((long long)n + max_tokens > s->ctx) /* in 64 bits: max_tokens may be 2^31 - 1 */
         return gpt2c_fail(GPT2C_ERR_RANGE,
-                          "--max-tokens: prompt (%d tokens) + max-tokens (%d) = %lld exceeds the context of %d (at most %d "
+                          "max tokens: prompt (%d tokens) + max tokens (%d) = %lld exceeds the context of %d (at most %d "
                           "new tokens fit)",
                           n, max_tokens, (long long)n + max_tokens, s->ctx, s->ctx - n);
     const int B = s->B;

@@ -31,10 +31,10 @@ int gpt2c_infer_hugepages(const gpt2c_model *m) {
 gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int chunk, gpt2c_infer **out) {
     *out = NULL;
     const gpt2c_config *c = &m->cfg;
-    if (batch <= 0 || batch > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "--batch: %d sequences (want 1..4096)", batch);
+    if (batch <= 0 || batch > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "batch: %d sequences (want 1..4096)", batch);
     if (ctx <= 0) ctx = c->max_seq_len;
     if (ctx > c->max_seq_len)
-        return gpt2c_fail(GPT2C_ERR_ARG, "--ctx: %d is longer than the model's context of %d", ctx, c->max_seq_len);
+        return gpt2c_fail(GPT2C_ERR_ARG, "context: %d is longer than the model's context of %d", ctx, c->max_seq_len);
     if (chunk <= 0) chunk = ctx < 512 ? ctx : 512;
     if (chunk > ctx) chunk = ctx;
     const int R = chunk > batch ? chunk : batch;

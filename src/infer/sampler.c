@@ -17,11 +17,11 @@ gpt2c_sampling gpt2c_sampling_default(void) { return (gpt2c_sampling){1.0f, 0, 1
 
 gpt2c_status gpt2c_sampling_check(const gpt2c_sampling *sp) {
     if (!(sp->temperature >= 0) || isinf(sp->temperature))
-        return gpt2c_fail(GPT2C_ERR_ARG, "--temperature: %g is invalid (want a finite value >= 0; 0 = greedy)",
+        return gpt2c_fail(GPT2C_ERR_ARG, "temperature: %g is invalid (want a finite value >= 0; 0 = greedy)",
                           (double)sp->temperature);
-    if (sp->top_k < 0) return gpt2c_fail(GPT2C_ERR_ARG, "--top-k: %d is invalid (want >= 0; 0 = off)", sp->top_k);
+    if (sp->top_k < 0) return gpt2c_fail(GPT2C_ERR_ARG, "top-k: %d is invalid (want >= 0; 0 = off)", sp->top_k);
     if (!(sp->top_p > 0 && sp->top_p <= 1))
-        return gpt2c_fail(GPT2C_ERR_ARG, "--top-p: %g is outside (0, 1]", (double)sp->top_p);
+        return gpt2c_fail(GPT2C_ERR_ARG, "top-p: %g is outside (0, 1]", (double)sp->top_p);
     return GPT2C_OK;
 }
 

@@ -41,4 +41,10 @@ gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *s, const char *config_json, g
 gpt2c_status gpt2c_io_json_read(const char *path, json_t **root);
 #endif
 
+/* The config as safetensors metadata, as Hugging Face's GPT-2 names it
+ * (format pt, n_layer, n_head, n_embd, n_positions, vocab_size) plus
+ * padded_vocab_size: what gpt2c_model_load reads back. */
+struct gpt2c_config;
+gpt2c_status gpt2c_st_writer_config_meta(gpt2c_st_writer *w, const struct gpt2c_config *c);
+
 #endif

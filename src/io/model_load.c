@@ -56,8 +56,8 @@ static gpt2c_status check_finite(const gpt2c_model *m, const char *path, const f
         char name[200];
         gpt2c_param_hf_name(pi, pi->per_layer ? (int)(bad / per) : 0, name, sizeof name);
         return gpt2c_fail(GPT2C_ERR_FORMAT,
-                          "%s: %stensor '%s' holds a non-finite value (%g at element %zu): refused (--allow-nonfinite to "
-                          "load it anyway)",
+                          "%s: %stensor '%s' holds a non-finite value (%g at element %zu): refused (non-finite "
+                          "values load only when allowed)",
                           path, what, name, (double)p[bad], pi->per_layer ? bad % per : bad);
     }
     return GPT2C_OK;

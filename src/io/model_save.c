@@ -10,6 +10,18 @@
 #include "io/io_internal.h"
 #include "model/model_internal.h"
 
+gpt2c_status gpt2c_st_writer_config_meta(gpt2c_st_writer *w, const gpt2c_config *c) {
+    const int vals[6] = {c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size, c->padded_vocab_size};
+    const char *keys[6] = {"n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "padded_vocab_size"};
+    GPT2C_TRY(gpt2c_st_writer_meta(w, "format", "pt"));
+    for (int i = 0; i < 6; i++) {
+        char num[32];
+        snprintf(num, sizeof num, "%d", vals[i]);
+        GPT2C_TRY(gpt2c_st_writer_meta(w, keys[i], num));
+    }
+    return GPT2C_OK;
+}
+
 gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2c_kv *meta, int nmeta,
                               int with_optimizer) {
     const gpt2c_config *c = &m->cfg;
@@ -65,17 +77,11 @@ gpt2c_status gpt2c_model_save(const gpt2c_model *m, const char *path, const gpt2
         st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_M, GPT2C_DT_F32, 1, &n, M);
         if (st == GPT2C_OK) st = gpt2c_st_writer_add(w, GPT2C_ST_ADAM_V, GPT2C_DT_F32, 1, &n, V);
     }
-    char num[6][32];
-    const int vals[6] = {c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size, c->padded_vocab_size};
-    const char *keys[6] = {"n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "padded_vocab_size"};
-    if (st == GPT2C_OK) st = gpt2c_st_writer_meta(w, "format", "pt");
-    for (int i = 0; i < 6 && st == GPT2C_OK; i++) {
-        snprintf(num[i], sizeof num[i], "%d", vals[i]);
-        st = gpt2c_st_writer_meta(w, keys[i], num[i]);
-    }
+    char num[32];
+    if (st == GPT2C_OK) st = gpt2c_st_writer_config_meta(w, c);
     if (st == GPT2C_OK && with_optimizer) {
-        snprintf(num[0], sizeof num[0], "%d", m->opt_step);
-        st = gpt2c_st_writer_meta(w, GPT2C_ST_OPT_STEP, num[0]);
+        snprintf(num, sizeof num, "%d", m->opt_step);
+        st = gpt2c_st_writer_meta(w, GPT2C_ST_OPT_STEP, num);
     }
     for (int i = 0; i < nmeta && st == GPT2C_OK; i++) st = gpt2c_st_writer_meta(w, meta[i].key, meta[i].value);
     if (st == GPT2C_OK) st = gpt2c_st_writer_write(w, path);

@@ -161,16 +161,16 @@ struct gpt2c_sparsity_mask {
 
 gpt2c_status gpt2c_sparsity_mask_from_zeros(const gpt2c_model *m, gpt2c_sparsity_mask **out) {
     *out = NULL;
-    if (m->qw) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "--keep-sparsity: the model is quantized (its weights are frozen)");
+    if (m->qw) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "sparsity mask: the model is quantized (its weights are frozen)");
     float *h;
     GPT2C_TRY(gpt2c_model_params_host(m, &h));
     gpt2c_sparsity_mask *mk = calloc(1, sizeof *mk);
-    if (!mk) return gpt2c_fail(GPT2C_ERR_NOMEM, "--keep-sparsity: out of memory");
+    if (!mk) return gpt2c_fail(GPT2C_ERR_NOMEM, "sparsity mask: out of memory");
     mk->nfloats = m->slab_floats;
     mk->bits = calloc((mk->nfloats + 63) / 64, sizeof *mk->bits);
     if (!mk->bits) {
         free(mk);
-        return gpt2c_fail(GPT2C_ERR_NOMEM, "--keep-sparsity: out of memory (mask of %zu bits)", m->slab_floats);
+        return gpt2c_fail(GPT2C_ERR_NOMEM, "sparsity mask: out of memory (mask of %zu bits)", m->slab_floats);
     }
     for (int t = 0; t < NTARGETS; t++) {
         const gpt2c_param_info *pi = &m->info[k_targets[t]];
@@ -180,7 +180,7 @@ gpt2c_status gpt2c_sparsity_mask_from_zeros(const gpt2c_model *m, gpt2c_sparsity
     }
     if (mk->count == 0) {
         gpt2c_sparsity_mask_free(mk);
-        return gpt2c_fail(GPT2C_ERR_ARG, "--keep-sparsity: the model's linear weights hold no zeros (prune it first: "
+        return gpt2c_fail(GPT2C_ERR_ARG, "sparsity mask: the model's linear weights hold no zeros (prune it first: "
                                          "gpt2c prune)");
     }
     *out = mk;

@@ -27,6 +27,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "io/io_internal.h"
 #include "model/model_internal.h"
 
 static int is_linear(int id) {
@@ -109,9 +110,9 @@ static gpt2c_format weight_format(gpt2c_format f, int id) {
 static int weight_block(const gpt2c_qweights *q, gpt2c_format wf) { return wf == q->fmt ? q->block : 0; }
 
 gpt2c_status gpt2c_quantize_model(gpt2c_model *m, gpt2c_format f, int block, int double_quant, const char *keep) {
-    if (m->qw) return gpt2c_fail(GPT2C_ERR_ARG, "--quant: the model is already quantized (%s)",
+    if (m->qw) return gpt2c_fail(GPT2C_ERR_ARG, "quantization: the model is already quantized (%s)",
                                  gpt2c_format_get(m->qw->fmt)->name);
-    if (!gpt2c_format_is_quantized(f)) return gpt2c_fail(GPT2C_ERR_ARG, "--format: not a quantized format");
+    if (!gpt2c_format_is_quantized(f)) return gpt2c_fail(GPT2C_ERR_ARG, "format: not a quantized format");
     gpt2c_qweights *q = NULL;
     GPT2C_TRY(qweights_new(m, f, block, double_quant, &q));
     gpt2c_status st = GPT2C_OK;
@@ -277,13 +278,7 @@ gpt2c_status gpt2c_quant_save(const gpt2c_model *m, const char *path) {
         }
     }
     char num[9][32];
-    const int vals[6] = {c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size, c->padded_vocab_size};
-    const char *keys[6] = {"n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "padded_vocab_size"};
-    if (st == GPT2C_OK) st = gpt2c_st_writer_meta(w, "format", "pt");
-    for (int i = 0; i < 6 && st == GPT2C_OK; i++) {
-        snprintf(num[i], sizeof num[i], "%d", vals[i]);
-        st = gpt2c_st_writer_meta(w, keys[i], num[i]);
-    }
+    if (st == GPT2C_OK) st = gpt2c_st_writer_config_meta(w, c);
     snprintf(num[6], sizeof num[6], "%d", q->block);
     snprintf(num[7], sizeof num[7], "%d", q->double_quant);
     if (st == GPT2C_OK) st = gpt2c_st_writer_meta(w, GPT2C_QUANT_META_FORMAT, gpt2c_format_get(q->fmt)->name);

@@ -24,8 +24,8 @@ gpt2c_status gpt2c_quant_check(gpt2c_format f, int64_t rows, int64_t cols, int b
     const int base = (int)gpt2c_format_get(f)->block, b = gpt2c_quant_block(f, block);
     const char *name = gpt2c_format_get(f)->name;
     if (b < base || b % base || b > (1 << 20))
-        return gpt2c_fail(GPT2C_ERR_ARG, "%s: --block %d: %s needs a block that is a positive multiple of %d", what,
-                          b, name, base);
+        return gpt2c_fail(GPT2C_ERR_ARG, "block %d: %s needs a block that is a positive multiple of %d (%s)", b, name,
+                          base, what);
     if (rows <= 0 || cols <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "%s: empty shape (%lld, %lld)", what,
                                                   (long long)rows, (long long)cols);
     if (cols % b)

@@ -303,21 +303,21 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
     *out = NULL;
     gpt2c_serve_config c = *cfg;
     const int model_ctx = gpt2c_model_config(m)->max_seq_len;
-    if (!tok) return gpt2c_fail(GPT2C_ERR_ARG, "--vocab: the server needs a tokenizer");
+    if (!tok) return gpt2c_fail(GPT2C_ERR_ARG, "tokenizer vocabulary: the server needs one");
     if (gpt2c_tokenizer_vocab_size(tok) > gpt2c_model_config(m)->vocab_size)
-        return gpt2c_fail(GPT2C_ERR_ARG, "--vocab: the tokenizer has %d ids but the model only %d",
+        return gpt2c_fail(GPT2C_ERR_ARG, "tokenizer vocabulary: %d ids but the model only %d",
                           gpt2c_tokenizer_vocab_size(tok), gpt2c_model_config(m)->vocab_size);
-    if (c.max_batch < 1 || c.max_batch > 1024) return gpt2c_fail(GPT2C_ERR_ARG, "--max-batch: %d (want 1..1024)", c.max_batch);
+    if (c.max_batch < 1 || c.max_batch > 1024) return gpt2c_fail(GPT2C_ERR_ARG, "max batch: %d (want 1..1024)", c.max_batch);
     if (c.slots <= 0) c.slots = c.max_batch;
-    if (c.slots > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "--ctx-slots: %d (want 1..4096)", c.slots);
+    if (c.slots > 4096) return gpt2c_fail(GPT2C_ERR_ARG, "context slots: %d (want 1..4096)", c.slots);
     if (c.max_batch > c.slots) c.max_batch = c.slots;
     if (c.ctx <= 0) c.ctx = model_ctx;
-    if (c.ctx > model_ctx) return gpt2c_fail(GPT2C_ERR_ARG, "--ctx: %d is longer than the model's context of %d", c.ctx, model_ctx);
+    if (c.ctx > model_ctx) return gpt2c_fail(GPT2C_ERR_ARG, "context: %d is longer than the model's context of %d", c.ctx, model_ctx);
     if (c.prefill_chunk <= 0 || c.prefill_chunk > c.ctx) c.prefill_chunk = c.ctx < 64 ? c.ctx : 64;
     if (c.max_queue < 0) c.max_queue = 0;
     if (c.max_connections < 1) c.max_connections = 1;
     if (!c.model_name) c.model_name = "gpt2c";
-    if (c.port < 0 || c.port > 65535) return gpt2c_fail(GPT2C_ERR_ARG, "--port: %d is outside [0, 65535]", c.port);
+    if (c.port < 0 || c.port > 65535) return gpt2c_fail(GPT2C_ERR_ARG, "port: %d is outside [0, 65535]", c.port);
     struct sockaddr_in a4 = {0};
     struct sockaddr_in6 a6 = {0};
     const char *host = c.host && strcmp(c.host, "localhost") != 0 ? c.host : "127.0.0.1";
@@ -330,7 +330,7 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
         a6.sin6_port = htons((uint16_t)c.port);
         v6 = 1;
     } else {
-        return gpt2c_fail(GPT2C_ERR_ARG, "--host: '%s' is not a numeric IPv4 or IPv6 address", c.host);
+        return gpt2c_fail(GPT2C_ERR_ARG, "host: '%s' is not a numeric IPv4 or IPv6 address", c.host);
     }
 
     gpt2c_server *s = calloc(1, sizeof *s);
@@ -364,7 +364,7 @@ gpt2c_status gpt2c_server_start(gpt2c_model *m, const gpt2c_tokenizer *tok, cons
                             MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_EXTERNAL_LOGGER, no_log, NULL,
                             MHD_OPTION_END);
     if (!s->d) {
-        st = gpt2c_fail(GPT2C_ERR_IO, "--port: cannot listen on %s port %d (in use, or not permitted)", host, c.port);
+        st = gpt2c_fail(GPT2C_ERR_IO, "port: cannot listen on %s port %d (in use, or not permitted)", host, c.port);
         goto fail;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);

@@ -45,14 +45,14 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
     int W = (int)p->v[GPT2C_WSE_P_WIDTH], H = (int)p->v[GPT2C_WSE_P_HEIGHT];
     int C = mc->channels, NH = mc->num_heads, L = mc->num_layers, hs = C / NH;
     if (cfg->strategy != 'a' && cfg->strategy != 'b' && cfg->strategy != 'c')
-        return gpt2c_fail(GPT2C_ERR_ARG, "wse: --strategy %c: expected a, b or c", cfg->strategy);
+        return gpt2c_fail(GPT2C_ERR_ARG, "strategy '%c': expected a, b or c", cfg->strategy);
     if (cfg->strategy == 'c' && (cfg->layers_per_region < 1 || cfg->layers_per_region > L))
-        return gpt2c_fail(GPT2C_ERR_ARG, "wse: --layers-per-region %d: expected 1..%d", cfg->layers_per_region, L);
+        return gpt2c_fail(GPT2C_ERR_ARG, "layers per region %d: expected 1..%d", cfg->layers_per_region, L);
     if (cfg->seq < 1 || cfg->decode < 0 || cfg->seq + cfg->decode > mc->max_seq_len)
-        return gpt2c_fail(GPT2C_ERR_RANGE, "wse: --seq %d + --decode %d must be within the model's context %d",
+        return gpt2c_fail(GPT2C_ERR_RANGE, "prompt tokens %d + decode tokens %d must be within the model's context %d",
                           cfg->seq, cfg->decode, mc->max_seq_len);
     if (cfg->chunk < 0 || cfg->chunk > cfg->seq)
-        return gpt2c_fail(GPT2C_ERR_RANGE, "wse: --chunk %d: expected 0..%d", cfg->chunk, cfg->seq);
+        return gpt2c_fail(GPT2C_ERR_RANGE, "chunk %d: expected 0..%d", cfg->chunk, cfg->seq);
     if (cfg->tokens)
         for (int t = 0; t < cfg->seq; t++)
             if (cfg->tokens[t] < 0 || cfg->tokens[t] >= mc->vocab_size)
@@ -62,7 +62,7 @@ gpt2c_status gpt2c_wse_run(const gpt2c_model *model, const gpt2c_wse_params *p, 
     if (P) {
         if (!grid_ok(C, hs, P))
             return gpt2c_fail(GPT2C_ERR_ARG,
-                              "wse: --grid %d: channels %d must split into %d equal blocks that hold whole heads or "
+                              "grid %d: channels %d must split into %d equal blocks that hold whole heads or "
                               "whole fractions of a head (head size %d)", P, C, P, hs);
         if (!fits(W, H, P, nreg))
             return gpt2c_fail(GPT2C_ERR_RANGE, "wse: %d regions of %dx%d PEs do not fit the %dx%d mesh", nreg, P, P,
