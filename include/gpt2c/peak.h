@@ -2,15 +2,15 @@
  *
  * FMA peak: fp32 fused multiply-adds on independent accumulators (enough to
  * cover the FMA latency on every pipe), on all requested threads, per ISA the
- * CPU supports (avx512, avx2, scalar).  Read bandwidth: a streaming sum over
- * an array far larger than the last-level cache, on all threads.  Each figure
+ * CPU supports (avx512, avx2, scalar).  Each figure
  * is the median of several runs.  bf16 peak: the same with vdpbf16ps where
  * the CPU has AVX512_BF16 (0 elsewhere: the bf16 GEMM is then emulated with
  * fp32 FMAs and its ceiling is the fp32 FMA peak).  Results are cached in
  * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json; JSON, with
  * jansson: without it nothing is cached), keyed by the CPU signature
- * (gpt2c_cpu_signature: vendor, family, model, stepping, ISA flags) and the
- * thread count. */
+ * (gpt2c_cpu_signature: vendor, family, model, stepping, ISA flags), the
+ * thread count and the build (gpt2c_peak_build: a Release and an ASan build
+ * never share figures). */
 #ifndef GPT2C_PEAK_H
 #define GPT2C_PEAK_H
 
@@ -25,7 +25,15 @@ typedef struct gpt2c_peak {
     double gflops;                      /* best of the above */
     double bf16_gflops;                 /* vdpbf16ps peak; 0 without AVX512_BF16 */
     const char *best_isa;
-    double read_gbs;    /* streaming read bandwidth, GB/s (1e9 bytes) */
+    /* Memory bandwidth, GB/s (1e9 bytes), measured on all cores whatever
+     * `threads` is, over arrays far larger than the last-level cache: */
+    double read_gbs;  /* read stream (a sum): the bound of decode, which streams the weights */
+    double scale_gbs; /* dst = s*src: bytes read + written */
+    double triad_gbs; /* dst = a + s*b: bytes read + written */
+    double mem_gbs;   /* the memory ceiling: the best of the three (rooflines, % of peak bandwidth) */
+    int bw_threads;   /* threads the bandwidth probes ran on */
+    int bw_mib;       /* MiB per probe array */
+    char build[64];   /* the build these were measured with (part of the cache key): type, sanitizers */
     int runs;           /* runs per figure (median taken) */
     int from_cache;     /* 1 if read from the cache file */
     char cache_path[512];
@@ -35,6 +43,11 @@ typedef struct gpt2c_peak {
  * `remeasure`, else measured (a few seconds) and cached.  A cache that cannot
  * be written is not an error (cache_path is then empty). */
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure);
+/* The same, measuring with `runs` runs per figure (gpt2c_peak_get: 5). */
+gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure);
+
+/* The build tag peaks are keyed by: "<CMake build type>[+asan][+ubsan]", e.g. "Release". */
+const char *gpt2c_peak_build(void);
 
 /* Measures without touching the cache. */
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/run_arg.h"
+#include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
@@ -94,33 +95,55 @@ int bench_gemm(int argc, char **argv) {
     int have_blas = 0;
 #ifdef GPT2C_HAVE_BLAS
     have_blas = !no_blas && !g_bf16; /* no cblas_sbgemm is used (none in Debian's OpenBLAS) */
+    /* loads the library (json or not) and names its core; a missing one drops the column */
+    const char *blas_desc = have_blas ? gpt2c_blas_describe() : "";
+    if (have_blas && strncmp(blas_desc, "unavailable", 11) == 0) {
+        if (!json) printf("  blas: %s\n", blas_desc);
+        have_blas = 0;
+    }
 #endif
     const int nt = gpt2c_set_threads(threads);
     const double peak = g_bf16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
     static const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
     static const char *opname[3] = {"fwd", "dinp", "dweight"};
+    /* the bf16 blocking: cached autotune for this CPU, or tuned now (--autotune: always) */
+    int from_cache = 0, fmc = 0, fnc = 0;
+    double tuned = 0;
+    gemm_bf16_blocking bl = {0, 0, 0};
+    if (g_bf16) {
+        bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
+        gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
+    }
+    gpt2c_cpu_gemm_fp32_blocking(&fmc, &fnc);
     if (!json) {
         printf("bench gemm: %s, isa %s, %d threads, measured %s peak %.1f GFLOP/s; %s [%s]; %s time\n",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt,
                g_bf16 ? (strcmp(gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
-        if (g_bf16) {
-            int from_cache = 0;
-            double tuned = 0;
-            gemm_bf16_blocking bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
-            gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
+        if (g_bf16)
             printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
-        }
-        if (have_blas) printf("  blas: %s\n", gpt2c_blas_describe());
+        else
+            printf("  fp32 blocking kc %d (fixed: it sets the summation order) mc %d nc %d (from this core's L2)\n", GEMM_KC,
+                   fmc, fnc);
 #ifdef GPT2C_HAVE_BLAS
+        if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: unavailable for bf16 (no cblas_sbgemm used)\n");
 #endif
         printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s | %9s %8s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms", "GFLOP/s",
                "best", "%peak", "blas_ms", "GFLOP/s", "%peak", "cpu/blas");
     } else {
-        printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"results\":[", g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()),
-               nt, peak);
+        printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
+               g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : GEMM_KC, g_bf16 ? bl.mc : fmc,
+               g_bf16 ? bl.nc : fnc);
+#ifdef GPT2C_HAVE_BLAS
+        if (have_blas) {
+            printf("\"blas\":\"");
+            for (const char *c = blas_desc; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            printf("\",");
+        }
+#endif
+        printf("\"results\":[");
     }
     /* every cpu timing first, then every blas timing: OpenBLAS's threads spin
      * for a while after each call and would steal a core from the next cpu run */

@@ -1,4 +1,4 @@
-/* `gpt2c bench peak`: this machine's FMA peak per ISA and read bandwidth. */
+/* `gpt2c bench peak`: this machine's FMA peak per ISA and memory bandwidth (read, scale, triad). */
 #include <stdio.h>
 
 #include "cli/args.h"
@@ -13,22 +13,26 @@ int bench_peak(int argc, char **argv) {
         THREADS_ARG_OPT(threads, "threads, 0 = all cores"),
         {"--remeasure", CLI_FLAG, &remeasure, "ignore the cache and measure again", 0, 0},
         {"--no-cache", CLI_FLAG, &nocache, "measure without reading or writing the cache", 0, 0},
-        {"--runs", CLI_INT, &runs, "runs per figure, median taken (with --no-cache)", 1, 32},
+        {"--runs", CLI_INT, &runs, "runs per figure when measuring, median taken", 1, 32},
     };
     int rc = cli_parse("bench peak", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
     gpt2c_peak p;
-    if ((nocache ? gpt2c_peak_measure(threads, runs, &p) : gpt2c_peak_get(threads, &p, remeasure)) != 0)
+    if ((nocache ? gpt2c_peak_measure(threads, runs, &p) : gpt2c_peak_get_runs(threads, runs, &p, remeasure)) != 0)
         return cli_fail_status("bench peak");
-    printf("cpu        %s\nsignature  %s\nthreads    %d\n", p.cpu, p.signature, p.threads);
+    printf("cpu        %s\nsignature  %s\nbuild      %s\nthreads    %d (FMA peaks)\n", p.cpu, p.signature, p.build, p.threads);
     for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
         if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name((gpt2c_isa)i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
         else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name((gpt2c_isa)i));
     }
     if (p.bf16_gflops > 0) printf("bf16 avx512 %9.1f GFLOP/s  (vdpbf16ps)\n", p.bf16_gflops);
     else printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
-    printf("read bw    %10.1f GB/s  (streaming sum, 128 MiB)\n", p.read_gbs);
-    printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.read_gbs, p.best_isa);
+    printf("read bw    %10.1f GB/s  (read stream, a sum: bounds decode)\n", p.read_gbs);
+    printf("scale bw   %10.1f GB/s  (dst = s*src, bytes read + written)\n", p.scale_gbs);
+    printf("triad bw   %10.1f GB/s  (dst = a + s*b, bytes read + written)\n", p.triad_gbs);
+    printf("memory bw  %10.1f GB/s  (the best of the three: the roofline's memory ceiling; %d threads, %d MiB arrays)\n",
+           p.mem_gbs, p.bw_threads, p.bw_mib);
+    printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.mem_gbs, p.best_isa);
     printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",
            p.from_cache ? p.cache_path : (p.cache_path[0] ? ", cached" : ", not cached"), p.runs);
     return 0;

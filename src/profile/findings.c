@@ -8,7 +8,7 @@
 
 const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
     if (!s->have_peak || !S_have(s, g, F_AI)) return "";
-    return S_mean(s, g, F_AI) < s->peak.gflops / s->peak.read_gbs ? "memory-bound" : "compute-bound";
+    return S_mean(s, g, F_AI) < s->peak.gflops / s->peak.mem_gbs ? "memory-bound" : "compute-bound";
 }
 
 #define ADD(...)                                                              \
@@ -31,9 +31,9 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
         int g = G_OP0 + top;
         const int mem = strcmp(gpt2c_prof_bound(s, g), "memory-bound") == 0;
         if (s->have_peak && mem && S_have(s, g, F_GBS))
-            ADD("%s is the top op: %.1f%% of the step at %.1f GB/s = %.1f%% of this machine's %.1f GB/s read peak (memory-bound) -> fewer bytes: fuse it with its neighbours or store its operands in bf16",
-                gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GBS), 100 * S_mean(s, g, F_GBS) / s->peak.read_gbs,
-                s->peak.read_gbs);
+            ADD("%s is the top op: %.1f%% of the step at %.1f GB/s = %.1f%% of this machine's %.1f GB/s memory peak (memory-bound) -> fewer bytes: fuse it with its neighbours or store its operands in bf16",
+                gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GBS), 100 * S_mean(s, g, F_GBS) / s->peak.mem_gbs,
+                s->peak.mem_gbs);
         else if (s->have_peak && S_have(s, g, F_GFLOPS))
             ADD("%s is the top op: %.1f%% of the step at %.1f GFLOP/s = %.1f%% of this machine's %.0f GFLOP/s peak (%s) -> %s",
                 gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GFLOPS), 100 * S_mean(s, g, F_GFLOPS) / s->peak.gflops,
@@ -92,9 +92,9 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             if (S_have(s, g, F_GBS) && S_mean(s, g, F_GBS) > max_gbs) max_gbs = S_mean(s, g, F_GBS);
             if (S_have(s, g, F_GFLOPS) && S_mean(s, g, F_GFLOPS) > max_gflops) max_gflops = S_mean(s, g, F_GFLOPS);
         }
-        if (max_gbs > s->peak.read_gbs || max_gflops > s->peak.gflops)
+        if (max_gbs > s->peak.mem_gbs || max_gflops > s->peak.gflops)
             ADD("achieved %.1f GB/s / %.1f GFLOP/s exceeds the cached peak (%.1f GB/s, %.1f GFLOP/s): the peak was measured at a slower moment, so %% of peak here is relative to it -> gpt2c bench peak --remeasure",
-                max_gbs, max_gflops, s->peak.read_gbs, s->peak.gflops);
+                max_gbs, max_gflops, s->peak.mem_gbs, s->peak.gflops);
     }
     if (s->prof.dropped) ADD("%zu scopes did not fit the event buffer: raise max_events", s->prof.dropped);
     return n;

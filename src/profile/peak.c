@@ -1,4 +1,4 @@
-/* Machine peaks: FMA GFLOP/s per ISA and streaming read GB/s (see gpt2c/peak.h). */
+/* Machine peaks: FMA GFLOP/s per ISA (here) and memory bandwidth (peak_bw.c); see gpt2c/peak.h. */
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -103,48 +103,25 @@ static double measure_fma(int isa, int threads, int runs) {
     return median(g, runs);
 }
 
-static float sum_chunk(const float *x, size_t n) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (isa_supported(GPT2C_ISA_AVX512)) return gpt2c_peak_sum_avx512(x, n);
-    if (isa_supported(GPT2C_ISA_AVX2)) return gpt2c_peak_sum_avx2(x, n);
+#ifndef GPT2C_BUILD_TYPE
+#define GPT2C_BUILD_TYPE "unknown"
 #endif
-    float s[8] = {0};
-    for (size_t i = 0; i < n; i += 8)
-        for (int j = 0; j < 8; j++) s[j] += x[i + j];
-    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-}
-
-/* 128 MiB: four times a 32 MiB last-level cache; each thread streams its share. */
-static gpt2c_status measure_read(int threads, int runs, double *gbs) {
-    const size_t n = (size_t)32 << 20, passes = 8;
-    float *x = gpt2c_alloc(n * sizeof(float), "peak bandwidth array");
-    if (!x) return GPT2C_ERR_NOMEM;
-    double g[32];
-    for (int r = 0; r < runs; r++) {
-        uint64_t t0 = 0, t1 = 0;
-#pragma omp parallel num_threads(threads)
-        {
-            int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
-            if (r == 0)
-                for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f; /* first touch by the reader */
-            float s = 0;
-#pragma omp barrier
-#pragma omp master
-            t0 = gpt2c_now_ns();
-            for (size_t p = 0; p < passes; p++) s += sum_chunk(x + lo, chunk);
-#pragma omp barrier
-#pragma omp master
-            t1 = gpt2c_now_ns();
-#pragma omp atomic
-            sink += s;
-        }
-        size_t chunk = (n / (size_t)threads) & ~(size_t)63;
-        g[r] = (double)chunk * threads * sizeof(float) * passes / ((double)(t1 - t0) * 1e-9) * 1e-9;
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+const char *gpt2c_peak_build(void) {
+    static char b[64];
+    if (!b[0]) {
+        const char *extra = "";
+#if defined(__SANITIZE_ADDRESS__)
+        extra = "+asan";
+#endif
+        /* GPT2C_BUILD_TYPE comes from CMake (CMAKE_BUILD_TYPE and the sanitizer option) */
+        snprintf(b, sizeof b, "%s%s", GPT2C_BUILD_TYPE[0] ? GPT2C_BUILD_TYPE : "unknown", strstr(GPT2C_BUILD_TYPE, "asan") ? "" : extra);
     }
-    gpt2c_free(x);
-    *gbs = median(g, runs);
-    return GPT2C_OK;
+    return b;
 }
 
 static void cpu_model(char *buf, size_t n) { snprintf(buf, n, "%s", gpt2c_cpu_brand()); }
@@ -208,7 +185,8 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
         }
     }
     o->bf16_gflops = measure_dpbf16(threads, runs);
-    return measure_read(threads, runs, &o->read_gbs);
+    snprintf(o->build, sizeof o->build, "%s", gpt2c_peak_build());
+    return gpt2c_peak_measure_bw(runs, o);
 }
 
 static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
@@ -221,26 +199,37 @@ static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
 }
 
 #ifdef GPT2C_HAVE_JANSSON
-/* The cache: {"version":2,"entries":[{"signature":..,"threads":..,"cpu":..,
- * "fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,
- * "read_gbs":..,"runs":..}, ...]}.  A file of another version is replaced. */
+/* The cache: {"version":3,"entries":[{"signature":..,"threads":..,"build":..,
+ * "cpu":..,"fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,
+ * "bandwidth_gbs":{"read":..,"scale":..,"triad":..},"bandwidth_threads":..,
+ * "bandwidth_array_mib":..,"runs":..}, ...]}, keyed by signature, threads and
+ * build.  A file of another version is replaced. */
+#define CACHE_VERSION 3
 static json_t *entry_json(const gpt2c_peak *p) {
     json_t *fma = json_object();
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
         if (p->fma_gflops[i] > 0) json_object_set_new(fma, gpt2c_isa_name((gpt2c_isa)i), json_real(p->fma_gflops[i]));
-    return json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:i}", "signature", p->signature, "threads", p->threads, "cpu", p->cpu,
-                     "fma_gflops", fma, "bf16_gflops", p->bf16_gflops, "read_gbs", p->read_gbs, "runs", p->runs);
+    return json_pack("{s:s, s:i, s:s, s:s, s:o, s:f, s:{s:f, s:f, s:f}, s:i, s:i, s:i}", "signature", p->signature, "threads",
+                     p->threads, "build", p->build, "cpu", p->cpu, "fma_gflops", fma, "bf16_gflops", p->bf16_gflops,
+                     "bandwidth_gbs", "read", p->read_gbs, "scale", p->scale_gbs, "triad", p->triad_gbs,
+                     "bandwidth_threads", p->bw_threads, "bandwidth_array_mib", p->bw_mib, "runs", p->runs);
 }
 
 static int entry_parse(json_t *e, gpt2c_peak *p) {
-    const char *sig = NULL, *cpu = "";
+    const char *sig = NULL, *cpu = "", *build = NULL;
     json_t *fma = NULL;
     memset(p, 0, sizeof *p);
-    if (json_unpack(e, "{s:s, s:i, s?s, s:o, s?F, s:F, s?i}", "signature", &sig, "threads", &p->threads, "cpu", &cpu,
-                    "fma_gflops", &fma, "bf16_gflops", &p->bf16_gflops, "read_gbs", &p->read_gbs, "runs", &p->runs) != 0 ||
+    if (json_unpack(e, "{s:s, s:i, s:s, s?s, s:o, s?F, s:{s:F, s:F, s:F}, s?i, s?i, s?i}", "signature", &sig, "threads",
+                    &p->threads, "build", &build, "cpu", &cpu, "fma_gflops", &fma, "bf16_gflops", &p->bf16_gflops,
+                    "bandwidth_gbs", "read", &p->read_gbs, "scale", &p->scale_gbs, "triad", &p->triad_gbs,
+                    "bandwidth_threads", &p->bw_threads, "bandwidth_array_mib", &p->bw_mib, "runs", &p->runs) != 0 ||
         !json_is_object(fma))
         return 0;
+    p->mem_gbs = p->read_gbs;
+    if (p->scale_gbs > p->mem_gbs) p->mem_gbs = p->scale_gbs;
+    if (p->triad_gbs > p->mem_gbs) p->mem_gbs = p->triad_gbs;
     snprintf(p->signature, sizeof p->signature, "%s", sig);
+    snprintf(p->build, sizeof p->build, "%s", build);
     snprintf(p->cpu, sizeof p->cpu, "%s", cpu);
     p->best_isa = "scalar";
     for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
@@ -251,12 +240,12 @@ static int entry_parse(json_t *e, gpt2c_peak *p) {
             p->best_isa = gpt2c_isa_name((gpt2c_isa)i);
         }
     }
-    return p->gflops > 0 && p->read_gbs > 0;
+    return p->gflops > 0 && p->read_gbs > 0 && p->scale_gbs > 0 && p->triad_gbs > 0;
 }
 
 static json_t *cache_load(const char *path) {
     json_t *root = json_load_file(path, 0, NULL);
-    if (root && json_integer_value(json_object_get(root, "version")) == 2 && json_is_array(json_object_get(root, "entries")))
+    if (root && json_integer_value(json_object_get(root, "version")) == CACHE_VERSION && json_is_array(json_object_get(root, "entries")))
         return root;
     json_decref(root);
     return NULL;
@@ -273,12 +262,12 @@ static int cache_store(const char *path, const char *dir, const gpt2c_peak *p) {
     }
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 0;
     json_t *root = cache_load(path);
-    if (!root) root = json_pack("{s:i, s:[]}", "version", 2, "entries");
+    if (!root) root = json_pack("{s:i, s:[]}", "version", CACHE_VERSION, "entries");
     json_t *entries = json_object_get(root, "entries");
     for (size_t i = json_array_size(entries); i-- > 0;) {
         gpt2c_peak q;
         if (!entry_parse(json_array_get(entries, i), &q) ||
-            (strcmp(q.signature, p->signature) == 0 && q.threads == p->threads))
+            (strcmp(q.signature, p->signature) == 0 && q.threads == p->threads && strcmp(q.build, p->build) == 0))
             json_array_remove(entries, i);
     }
     json_array_append_new(entries, entry_json(p));
@@ -297,7 +286,7 @@ static int cache_find(const char *path, int threads, gpt2c_peak *out) {
     int found = 0;
     for (size_t i = 0; i < json_array_size(entries) && !found; i++)
         found = entry_parse(json_array_get(entries, i), out) && strcmp(out->signature, gpt2c_cpu_signature()) == 0 &&
-                out->threads == threads;
+                out->threads == threads && strcmp(out->build, gpt2c_peak_build()) == 0;
     json_decref(root);
     return found;
 }
@@ -312,7 +301,9 @@ static int cache_find(const char *path, int threads, gpt2c_peak *out) {
 }
 #endif
 
-gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) {
+gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) { return gpt2c_peak_get_runs(threads, 5, out, remeasure); }
+
+gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure) {
     if (threads <= 0) threads = omp_get_num_procs();
     char path[512], dir[512];
     cache_path(path, sizeof path, dir, sizeof dir);
@@ -321,7 +312,7 @@ gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) {
         snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
         return GPT2C_OK;
     }
-    GPT2C_TRY(gpt2c_peak_measure(threads, 5, out));
+    GPT2C_TRY(gpt2c_peak_measure(threads, runs, out));
     if (path[0] && cache_store(path, dir, out)) snprintf(out->cache_path, sizeof out->cache_path, "%s", path);
     return GPT2C_OK;
 }

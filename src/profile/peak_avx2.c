@@ -40,3 +40,17 @@ float gpt2c_peak_sum_avx2(const float *x, size_t n) {
     }
     return hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
+
+/* dst = s * src and dst = a + s * b (see peak_avx512.c) */
+void gpt2c_peak_scale_avx2(float *dst, const float *src, float s, size_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 8; v++) _mm256_store_ps(dst + i + 8 * v, _mm256_mul_ps(vs, _mm256_load_ps(src + i + 8 * v)));
+}
+
+void gpt2c_peak_triad_avx2(float *dst, const float *a, const float *b, float s, size_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 8; v++)
+            _mm256_store_ps(dst + i + 8 * v, _mm256_fmadd_ps(vs, _mm256_load_ps(b + i + 8 * v), _mm256_load_ps(a + i + 8 * v)));
+}

@@ -47,3 +47,18 @@ float gpt2c_peak_dpbf16_avx512(long iters) {
     for (int i = 1; i < NACC; i++) s = _mm512_add_ps(s, acc[i]);
     return _mm512_reduce_add_ps(s);
 }
+
+/* dst = s * src and dst = a + s * b, n a multiple of 64, 64-byte aligned:
+ * ordinary stores, as the ops write (no streaming stores). */
+void gpt2c_peak_scale_avx512(float *dst, const float *src, float s, size_t n) {
+    const __m512 vs = _mm512_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 4; v++) _mm512_store_ps(dst + i + 16 * v, _mm512_mul_ps(vs, _mm512_load_ps(src + i + 16 * v)));
+}
+
+void gpt2c_peak_triad_avx512(float *dst, const float *a, const float *b, float s, size_t n) {
+    const __m512 vs = _mm512_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 4; v++)
+            _mm512_store_ps(dst + i + 16 * v, _mm512_fmadd_ps(vs, _mm512_load_ps(b + i + 16 * v), _mm512_load_ps(a + i + 16 * v)));
+}

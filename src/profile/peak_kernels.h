@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "gpt2c/peak.h"
+
 /* Runs `iters` rounds of independent FMAs; returns a value that depends on
  * every accumulator (so the loop is not optimised away).  FLOPs done:
  * iters * peak_fma_flops_per_iter_<isa>. */
@@ -18,5 +20,15 @@ extern const double gpt2c_peak_dpbf16_flops_per_iter_avx512;
 /* Sum of n floats (n a multiple of 64), with several independent accumulators. */
 float gpt2c_peak_sum_avx512(const float *x, size_t n);
 float gpt2c_peak_sum_avx2(const float *x, size_t n);
+/* dst = s * src ("scale": one read stream, one write stream) and dst = a + s * b
+ * ("triad": two read streams, one write); n a multiple of 64, arrays 64-byte aligned. */
+void gpt2c_peak_scale_avx512(float *dst, const float *src, float s, size_t n);
+void gpt2c_peak_scale_avx2(float *dst, const float *src, float s, size_t n);
+void gpt2c_peak_triad_avx512(float *dst, const float *a, const float *b, float s, size_t n);
+void gpt2c_peak_triad_avx2(float *dst, const float *a, const float *b, float s, size_t n);
+
+/* peak_bw.c: fills read_gbs, scale_gbs, triad_gbs, mem_gbs, bw_threads, bw_mib
+ * (all cores; median of `runs`). */
+gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o);
 
 #endif

@@ -70,7 +70,7 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             gpt2c_tbl_set(t, r, 7, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
             if (s->have_peak && S_have(s, g, F_GFLOPS)) {
                 int mem = !strcmp(gpt2c_prof_bound(s, g), "memory-bound");
-                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.read_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
+                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.mem_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
                         mem ? "bw" : "flops");
             } else gpt2c_tbl_set(t, r, 8, "-");
         }
@@ -211,8 +211,9 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     gpt2c_sb_printf(b, "%sstep %.2f ms (std %.2f, min %.2f, max %.2f); %.0f tokens/s%s", pre, st.mean, st.std, st.min, st.max,
               st.mean > 0 ? 1e3 * s->B * s->T / st.mean : 0, post);
     if (s->have_peak)
-        gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s), %.1f GB/s read, %d threads (%s)%s", pre, s->peak.gflops,
-                  s->peak.best_isa, s->peak.read_gbs, s->peak.threads, s->peak.from_cache ? "cached" : "measured now", post);
+        gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s, %d threads), memory %.1f GB/s (read stream %.1f; %d threads) (%s)%s", pre,
+                  s->peak.gflops, s->peak.best_isa, s->peak.threads, s->peak.mem_gbs, s->peak.read_gbs, s->peak.bw_threads,
+                  s->peak.from_cache ? "cached" : "measured now", post);
     else
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)
@@ -275,8 +276,8 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
     gpt2c_sb_json_str(b, s->have_peak ? s->peak.cpu : (s->ctr ? gpt2c_counters_cpu(s->ctr) : "unknown"));
     gpt2c_sb_printf(b, "\",\"threads\":%d,\"peak\":", s->nthreads);
     if (s->have_peak) {
-        gpt2c_sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"per_isa\":{",
-                  s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, s->peak.gflops / s->peak.read_gbs,
+        gpt2c_sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"mem_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"per_isa\":{",
+                  s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, s->peak.mem_gbs, s->peak.gflops / s->peak.mem_gbs,
                   s->peak.from_cache ? "true" : "false");
         for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
             gpt2c_sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name((gpt2c_isa)i));

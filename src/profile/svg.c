@@ -150,11 +150,11 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
     gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (X0 + X1) / 2, Y0 + 34);
     gpt2c_sb_printf(b, "<text x=\"16\" y=\"%d\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">GFLOP/s</text>\n", (Y0 + Y1) / 2, (Y0 + Y1) / 2);
     if (s->have_peak) {
-        double ridge = s->peak.gflops / s->peak.read_gbs;
+        double ridge = s->peak.gflops / s->peak.mem_gbs;
         gpt2c_sb_printf(b, "<polyline fill=\"none\" stroke=\"#c00\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
-                  XP(ai_lo), YP(ai_lo * s->peak.read_gbs), XP(ridge), YP(s->peak.gflops), XP(ai_hi), YP(s->peak.gflops));
+                  XP(ai_lo), YP(ai_lo * s->peak.mem_gbs), XP(ridge), YP(s->peak.gflops), XP(ai_hi), YP(s->peak.gflops));
         gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">peak %.0f GFLOP/s (%s), %.1f GB/s, ridge %.2f</text>\n",
-                  XP(ridge) - 150, YP(s->peak.gflops) - 6, s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, ridge);
+                  XP(ridge) - 150, YP(s->peak.gflops) - 6, s->peak.gflops, s->peak.best_isa, s->peak.mem_gbs, ridge);
     } else {
         gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%d\" fill=\"#c00\">machine peaks unavailable: ", X0 + 10, Y1 + 20);
         gpt2c_sb_html(b, s->peak_reason);
@@ -165,7 +165,7 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
      * never over another label, point or the plot's notes */
     box placed[GPT2C_OP_COUNT * 2 + 2];
     int nplaced = 0;
-    placed[nplaced++] = s->have_peak ? (box){XP(s->peak.gflops / s->peak.read_gbs) - 150, YP(s->peak.gflops) - 18, 330, 14}
+    placed[nplaced++] = s->have_peak ? (box){XP(s->peak.gflops / s->peak.mem_gbs) - 150, YP(s->peak.gflops) - 18, 330, 14}
                                      : (box){X0 + 8, Y1 + 8, 660, 16};
     gv pts[GPT2C_OP_COUNT];
     int np = 0;

@@ -45,6 +45,27 @@ static int coretype_lacks_avx512(const char *c) {
     return 1;
 }
 
+/* OpenBLAS cores without AVX2 kernels: what its detection falls to on a CPU
+ * it does not know (Prescott: SSE3), or older classes */
+static int coretype_generic(const char *c) {
+    static const char *const generic[] = {"prescott", "core2",     "nehalem", "katmai",     "coppermine", "northwood",
+                                          "generic",  "atom",      "penryn",  "dunnington", "opteron",    "barcelona",
+                                          "sandybridge", "bulldozer", "piledriver", "steamroller", "excavator", "bobcat"};
+    for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++)
+        if (strcasecmp(c, generic[i]) == 0) return 1;
+    return 0;
+}
+
+/* The kernel class for this CPU from its ISA, which (unlike OpenBLAS's
+ * detection by family/model) cannot be out of date: AVX-512F -> SkylakeX
+ * (with AVX512_BF16: Cooperlake, whose sbgemm uses it), AVX2 -> Haswell
+ * (which OpenBLAS's Zen core also uses); NULL below AVX2. */
+static const char *core_for_isa(void) {
+    if (gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512) return gpt2c_cpu_has_avx512bf16() ? "Cooperlake" : "SkylakeX";
+    if (gpt2c_cpu_best_isa() == GPT2C_ISA_AVX2) return "Haswell";
+    return NULL;
+}
+
 static int try_open(const char *path) {
     lib.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib.handle) return 0;
@@ -55,23 +76,18 @@ static int try_open(const char *path) {
 static int load(void) {
     if (lib.tried) return lib.sgemm != NULL;
     lib.tried = 1;
-    const char *env = getenv("OPENBLAS_CORETYPE");
+    /* OpenBLAS reads OPENBLAS_CORETYPE in its load-time constructor, i.e.
+     * during the dlopen below: setting it here takes effect (the core it
+     * then runs is read back with openblas_get_corename and shown). */
+    const char *env = getenv("OPENBLAS_CORETYPE"), *core = core_for_isa();
     /* GPT2C_KEEP_OPENBLAS_CORETYPE=1 keeps the environment's choice (to measure it) */
-    if (env && !getenv("GPT2C_KEEP_OPENBLAS_CORETYPE") && gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512 &&
-        coretype_lacks_avx512(env)) {
-        snprintf(lib.note, sizeof lib.note,
-                 "OPENBLAS_CORETYPE=%s in the environment lacks AVX-512 kernels on this AVX-512 CPU: using SkylakeX", env);
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-    } else if ((!env || !*env) && gpt2c_cpu_best_isa() >= GPT2C_ISA_AVX2) {
-        /* OpenBLAS's own detection knows CPUs by family/model and falls to a
-         * generic core (Prescott: SSE3) on one it has not heard of: choose
-         * the kernel class from the ISA instead (AVX-512F: SkylakeX, with
-         * AVX512_BF16 Cooperlake; AVX2: Haswell, which Zen also uses). */
-        const char *core = gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512
-                               ? (gpt2c_cpu_has_avx512bf16() ? "Cooperlake" : "SkylakeX")
-                               : "Haswell";
-        snprintf(lib.note, sizeof lib.note, "OPENBLAS_CORETYPE=%s chosen from this CPU's ISA (%s)", core,
-                 gpt2c_cpu_signature());
+    if (env && *env && core && !getenv("GPT2C_KEEP_OPENBLAS_CORETYPE") &&
+        ((gpt2c_cpu_best_isa() == GPT2C_ISA_AVX512 && coretype_lacks_avx512(env)) || coretype_generic(env))) {
+        snprintf(lib.note, sizeof lib.note, "OPENBLAS_CORETYPE=%s in the environment lacks this %s CPU's kernels: using %s", env,
+                 gpt2c_isa_name(gpt2c_cpu_best_isa()), core);
+        setenv("OPENBLAS_CORETYPE", core, 1);
+    } else if ((!env || !*env) && core) {
+        snprintf(lib.note, sizeof lib.note, "OPENBLAS_CORETYPE=%s chosen from this CPU's ISA (%s)", core, gpt2c_cpu_signature());
         setenv("OPENBLAS_CORETYPE", core, 1);
     }
     const char *want = getenv("GPT2C_BLAS_LIB");
@@ -88,14 +104,12 @@ static int load(void) {
     lib.corename = (get_str_fn)dlsym(lib.handle, "openblas_get_corename");
     if (!lib.sgemm) snprintf(lib.why, sizeof lib.why, "%s has no cblas_sgemm", lib.path);
     /* never silently generic: say so when OpenBLAS ignored the choice */
-    static const char *const generic[] = {"prescott", "core2", "nehalem", "katmai", "coppermine", "northwood", "generic", "atom", "penryn", "dunnington", "opteron", "barcelona"};
     const char *cn = lib.corename ? lib.corename() : NULL;
-    for (size_t i = 0; cn && gpt2c_cpu_best_isa() >= GPT2C_ISA_AVX2 && i < sizeof generic / sizeof generic[0]; i++)
-        if (strcasecmp(cn, generic[i]) == 0) {
-            const size_t l = strlen(lib.note);
-            snprintf(lib.note + l, sizeof lib.note - l, "%sWARNING: OpenBLAS runs its generic %s core on this %s CPU (slow)",
-                     l ? "; " : "", cn, gpt2c_isa_name(gpt2c_cpu_best_isa()));
-        }
+    if (cn && gpt2c_cpu_best_isa() >= GPT2C_ISA_AVX2 && coretype_generic(cn)) {
+        const size_t l = strlen(lib.note);
+        snprintf(lib.note + l, sizeof lib.note - l, "%sWARNING: OpenBLAS runs its generic %s core on this %s CPU (slow)",
+                 l ? "; " : "", cn, gpt2c_isa_name(gpt2c_cpu_best_isa()));
+    }
     return lib.sgemm != NULL;
 }
 
@@ -176,6 +190,7 @@ const char *gpt2c_blas_describe(void) {
 }
 
 void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    if (!load()) return; /* callers learn why from gpt2c_blas_describe() first (bench gemm drops the column) */
     sync_threads();
     switch (op) {
     case GEMM_FWD: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;

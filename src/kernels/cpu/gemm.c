@@ -1,7 +1,8 @@
 /* Cache-blocked SGEMM driver (see gemm.h), after BLIS, with as little
  * packing as the layouts allow:
  *
- *   C is cut into units of <= MC_MAX rows x <= NC_MAX columns; threads take
+ *   C is cut into units of <= mc rows x <= nc columns (from this core's L2:
+ *   see gpt2c_cpu_gemm_fp32_blocking; they never change results); threads take
  *   whole units (no barriers, no shared buffers).  In a unit, for each K
  *   block of GEMM_KC (in order: this alone fixes the summation order):
  *     B: used in place when its rows are contiguous (dinp: W, dweight: inp);
@@ -18,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm.h"
 
-#define MC_MAX 384 /* rows per unit (multiple of every MR): A's K block, 384 KiB, stays in L2 */
-#define NC_MAX 512 /* columns per unit (multiple of every NR): a packed B block, 512 KiB */
+#define MC_LIMIT 1536 /* bounds of the per-CPU blocking (fp32_blocking) */
+#define NC_LIMIT 2048
 #define MR_MAX 8
 /* B is read in place only when its rows are close: a K block of rows further
  * apart spans more pages than the L1 TLB holds (W of the MLP projection: 12 KiB) */
@@ -187,6 +189,24 @@ static void gemm_naive(int ic, int mb, int jc, int nb, int K, const float *A, lo
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 static int round_up(int a, int b) { return ceil_div(a, b) * b; }
 
+/* Rows and columns per unit from this core's L2 (CPUID, cpu_caches.h): A's
+ * K block (mc x GEMM_KC fp32, read once per B panel) in 3/8 of L2 and a
+ * packed B block (GEMM_KC x nc) in half of it: 1 MiB L2 (Zen 4/5) gives
+ * mc 384, nc 512 (the values tuned on Zen 4), 2 MiB (Sapphire Rapids) 768
+ * and 1024.  Only K's blocking (GEMM_KC) sets the summation order, so these
+ * change speed, never results.  Multiples of every MR (12) and NR (64). */
+void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc) {
+    static int g_mc, g_nc;
+    if (!g_mc) {
+        const long l2 = gpt2c_cpu_caches()->l2 > 0 ? gpt2c_cpu_caches()->l2 : 1 << 20;
+        int m = (int)(l2 * 3 / 8 / (GEMM_KC * (long)sizeof(float))) / 12 * 12;
+        int n = (int)(l2 / 2 / (GEMM_KC * (long)sizeof(float))) / 64 * 64;
+        g_nc = n < 128 ? 128 : n > NC_LIMIT ? NC_LIMIT : n;
+        g_mc = m < 96 ? 96 : m > MC_LIMIT ? MC_LIMIT : m;
+    }
+    *mc = g_mc, *nc = g_nc;
+}
+
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate) {
     if (M <= 0 || N <= 0) return;
@@ -203,7 +223,9 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
     /* A packed B block caps a unit's width; B read in place does not (then
      * wide units reuse each A panel, packed or not, across more columns). */
     const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, packs_a = rsa == 1 && csa != 1;
-    int cg = direct_b ? 1 : ceil_div(N, NC_MAX), rc = ceil_div(M, MC_MAX);
+    int mc_max, nc_max;
+    gpt2c_cpu_gemm_fp32_blocking(&mc_max, &nc_max);
+    int cg = direct_b ? 1 : ceil_div(N, nc_max), rc = ceil_div(M, mc_max);
     if (nth > 1 && (cg * rc) % nth && cg * rc < 4 * nth) {
         const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
         if (packs_a && rows_ok) /* split rows: each thread packs only its own A */
@@ -221,8 +243,9 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
-        if (!tl_bbuf) tl_bbuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * NC_MAX);
-        if (!tl_abuf) tl_abuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * MC_MAX);
+        /* sized by the blocking, which is fixed at the first call */
+        if (!tl_bbuf) tl_bbuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * nc_max);
+        if (!tl_abuf) tl_abuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * mc_max);
         if (tl_bbuf && tl_abuf)
             gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, tl_bbuf, tl_abuf);
         else

@@ -47,6 +47,10 @@ extern const gemm_isa_kernel gpt2c_gemm_kernel_avx2;
  * products themselves, e.g. attention: MR divides 12, NR divides 64). */
 const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa);
 
+/* Rows (mc) and columns (nc) per unit, from this core's L2 (CPUID); fixed at
+ * the first call.  They change speed only: GEMM_KC alone sets the order of sums. */
+void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc);
+
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 

@@ -148,6 +148,33 @@ static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restric
         for (int i = n; i < n_pad; i++) dst[(size_t)q * ds + i] = 0;
 }
 
+/* A whole block whose columns i are contiguous (element (i,k) at
+ * p[i + k*sk]: W in dinp, X and dout^T in dweight) into ceil(n/P) panels of
+ * P columns, dst[(i/P)*P*kp + q*P + i%P] (kp = ceil(kc/2) pair rows per
+ * panel), zero-padded.  Row pair by row pair across all panels, so each
+ * source row is read once, front to back (panel by panel, a new pair of rows
+ * every P columns defeated the prefetchers: a third of the GEMM's time). */
+static inline __attribute__((always_inline)) void pack_pairs_cols_t(uint32_t *restrict dst, int P, const void *p, long sk,
+                                                                    long i0, int n, int k0, int kc, const int bf) {
+    const int kq = kc / 2, kp = (kc + 1) / 2, npan = (n + P - 1) / P;
+    for (int q = 0; q < kp; q++) {
+        const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0, b1 = b0 + sk;
+        const int pair = q < kq;
+        for (int pan = 0; pan < npan; pan++) {
+            uint32_t *restrict d = dst + (size_t)pan * P * kp + (size_t)q * P;
+            const int lo = pan * P, m = n - lo < P ? n - lo : P;
+            if (pair)
+                for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf) | elem16(p, b1 + lo + i, bf) << 16;
+            else
+                for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf);
+            for (int i = m; i < P; i++) d[i] = 0;
+        }
+    }
+}
+
+static void pack_block(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int P, const gemm_operand *o, long si, long sk, long i0,
+                       int n, int k0, int kc);
+
 static void pack_pairs(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int ds, const gemm_operand *o, long si, long sk,
                        long i0, int n, int n_pad, int k0, int kc) {
     const uint16_t *wsrc = (const uint16_t *)o->p + (size_t)i0 * si + k0;
@@ -159,10 +186,28 @@ static void pack_pairs(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int ds, co
         pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 0);
 }
 
+/* The unit's whole block of an operand into P-wide panels (P = MR for A, NR for B). */
+static void pack_block(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int P, const gemm_operand *o, long si, long sk, long i0,
+                       int n, int k0, int kc) {
+    const int kp = (kc + 1) / 2;
+    if (si == 1 && sk != 1) {
+        if (o->fmt == GPT2C_FMT_BF16) pack_pairs_cols_t(dst, P, o->p, sk, i0, n, k0, kc, 1);
+        else pack_pairs_cols_t(dst, P, o->p, sk, i0, n, k0, kc, 0);
+        return;
+    }
+    for (int r = 0; r < n; r += P)
+        pack_pairs(kk, dst + (size_t)r * kp, P, o, si, sk, i0 + r, n - r < P ? n - r : P, P, k0, kc);
+}
+
 /* Per-thread pack buffers, grown when the blocking asks for more (kept: no
  * allocation in later steps). */
 static _Thread_local uint32_t *tl_abuf, *tl_bbuf;
 static _Thread_local size_t tl_acap, tl_bcap;
+/* The calling thread's buffers for operands packed once per GEMM (shared
+ * with its workers for that call; kept between calls, at most PREPACK_MAX). */
+static _Thread_local uint32_t *tl_pabuf, *tl_pbbuf;
+static _Thread_local size_t tl_pacap, tl_pbcap;
+#define PREPACK_MAX ((size_t)16 << 20) /* bytes per operand */
 
 static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
     if (*cap >= words) return *buf;
@@ -172,17 +217,25 @@ static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
     return *buf;
 }
 
+/* An operand packed once for the whole GEMM (see prepack): K block b's
+ * panels at p + b*stride, stride = kpmax * (rows padded to the panel width). */
+typedef struct {
+    const uint32_t *p;
+    size_t stride;
+} prepacked;
+
 static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
                       const gemm_operand *A, const gemm_operand *B, float *C, long ldc, const float *bias,
-                      int accumulate, uint32_t *abuf, uint32_t *bbuf) {
+                      int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa, prepacked pb) {
     const int MR = kk->mr, NR = kk->nr;
     for (int pc = 0; pc < K; pc += kcmax) {
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
         const int load_c = accumulate || pc > 0;
-        for (int ir = 0; ir < mb; ir += MR)
-            pack_pairs(kk, abuf + (size_t)ir * kp, MR, A, A->rs, A->cs, ic + ir, mb - ir < MR ? mb - ir : MR, MR, pc, kc);
-        for (int jr = 0; jr < nb; jr += NR)
-            pack_pairs(kk, bbuf + (size_t)jr * kp, NR, B, B->cs, B->rs, jc + jr, nb - jr < NR ? nb - jr : NR, NR, pc, kc);
+        const uint32_t *abuf = abuf0, *bbuf = bbuf0;
+        if (pa.p) abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kp;
+        else pack_block(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
+        if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kp;
+        else pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb, pc, kc);
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
             const uint32_t *bp = bbuf + (size_t)jr * kp;
@@ -255,6 +308,32 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
     const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
+    /* An operand that several units would each pack again (A when C is cut
+     * into several column groups, B when into several row groups: B = X in
+     * dweight was packed once per 384 rows of dW) is packed once, by all
+     * threads, before the units run. */
+    const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
+    prepacked pa = {NULL, (size_t)kpmax * Mp}, pb = {NULL, (size_t)kpmax * Np};
+    uint32_t *pab = NULL, *pbb = NULL;
+    if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
+    if (rc > 1 && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
+    if (pab || pbb) {
+        const int ach = pab ? ceil_div(M, MCU) : 0, bch = pbb ? ceil_div(N, NCU) : 0, tasks = nblk * (ach + bch);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(tasks < nth ? tasks : nth) if (tasks > 1 && nth > 1)
+        for (int t = 0; t < tasks; t++) {
+            const int b = t / (ach + bch), c = t % (ach + bch), pc = b * kcmax;
+            const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
+            if (c < ach) {
+                const int i0 = c * MCU, n = M - i0 < MCU ? M - i0 : MCU;
+                pack_block(kk, pab + (size_t)b * pa.stride + (size_t)i0 * kp, MR, &A, A.rs, A.cs, i0, n, pc, kc);
+            } else {
+                const int j0 = (c - ach) * NCU, n = N - j0 < NCU ? N - j0 : NCU;
+                pack_block(kk, pbb + (size_t)b * pb.stride + (size_t)j0 * kp, NR, &B, B.cs, B.rs, j0, n, pc, kc);
+            }
+        }
+    }
+    pa.p = pab;
+    pb.p = pbb;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(units < nth ? units : nth) if (units > 1 && nth > 1)
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
@@ -262,7 +341,7 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
         uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU);
         uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU);
         if (ab && bb)
-            gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate, ab, bb);
+            gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
         else
             gemm_naive(ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate);
     }

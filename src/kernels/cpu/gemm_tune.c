@@ -1,5 +1,5 @@
 /* The bf16 GEMM's blocking per CPU (gemm_bf16.h): a first guess from the
- * cache sizes, then, at the first GEMM, a short autotune on one GPT-2 shape,
+ * cache sizes (CPUID), then, at the first GEMM, a short autotune on one GPT-2 shape,
  * kept in $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json;
  * JSON via jansson, without it nothing is kept) under the CPU signature
  * (gpt2c_cpu_signature), the kernel and the thread count.  The blocking never
@@ -18,19 +18,25 @@
 #endif
 
 #include "gpt2c/core.h"
+#include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
 
-/* A block of A (mc x kc bf16) in half of L2; kc as long as keeps mc >= 96. */
+/* From this core's caches (CPUID leaf 4 / 0x8000001D, kernels/cpu/cpu_caches.h):
+ * kc: a 64-column B panel of kc/2 pair words fills L1 (32 KiB: kc 256; it
+ *     is reused by every A panel of the block, the A panels stream past it);
+ * mc: the A block (mc x kc bf16, read once per B panel) in half of L2;
+ * nc: the B block in this core's share of L3, over 4. */
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void) {
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l2 <= 0) l2 = 1 << 20;
-    if (l3 <= 0) l3 = 8 << 20;
-    gemm_bf16_blocking b = {256, 0, 0}; /* a 64-column B panel of kc/2 pair words in half of L1 (32 KiB) */
-    while (b.kc > 128 && l2 / 2 / (b.kc * 2) < 96) b.kc /= 2;
+    const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
+    const long l1 = cs->l1d > 0 ? cs->l1d : 32 << 10, l2 = cs->l2 > 0 ? cs->l2 : 1 << 20;
+    const long l3 = cs->l3 > 0 ? cs->l3 / (cs->l3_share > 0 ? cs->l3_share : 1) : 4 << 20;
+    gemm_bf16_blocking b = {0, 0, 0};
+    b.kc = (int)(l1 / (64 * 2)); /* bytes per k: 64 columns x 2 bytes */
+    b.kc = b.kc < 128 ? 128 : b.kc > 512 ? 512 : b.kc;
     b.mc = (int)(l2 / 2 / (b.kc * 2));
-    if (b.mc > 384) b.mc = 384;
-    b.nc = (int)(l3 / 8 / (b.kc * 2)); /* B's block in a share of L3 */
-    if (b.nc > 2048) b.nc = 2048;
+    b.mc = b.mc < 96 ? 96 : b.mc > 1536 ? 1536 : b.mc;
+    b.nc = (int)(l3 / 4 / (b.kc * 2));
+    b.nc = b.nc < 512 ? 512 : b.nc > 4096 ? 4096 : b.nc;
     return gpt2c_cpu_gemm_bf16_set_blocking(b);
 }
 
@@ -43,8 +49,14 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
     snprintf(path, n, "%s/gemm.json", dir);
 }
 
+#ifndef GPT2C_BUILD_TYPE
+#define GPT2C_BUILD_TYPE "unknown"
+#endif
+/* signature | kernel | threads | build (CMake sets GPT2C_BUILD_TYPE: an ASan
+ * build's timings must not choose a Release build's blocking) */
 static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name, omp_get_max_threads());
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
+             omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
 #ifdef GPT2C_HAVE_JANSSON
@@ -137,8 +149,9 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *f
     for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = 0x3c00; /* 2^-7 */
     memset(C, 0, sizeof(float) * OC * IC);
     g_tuning = 1;
-    /* candidates around the guess; at most ~2 s in all */
-    static const int kcs[] = {256, 384, 192, 768}, mcs[] = {192, 96, 384}, ncs[] = {1024, 512, 2048};
+    /* candidates around the cache-size guess (kc x1, x1.5, x0.75, x3; mc x1,
+     * x0.5, x2; nc x1, x0.5, x2); at most ~2 s in all */
+    static const int kmul[] = {4, 6, 3, 12}, mmul[] = {2, 1, 4}, nmul[] = {2, 1, 4};
     gemm_bf16_blocking best = guess;
     time_layer(isa, C, X, D, W); /* warm-up */
     double tbest = time_layer(isa, C, X, D, W);
@@ -146,7 +159,8 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *f
     for (size_t a = 0; a < 4; a++)
         for (size_t m = 0; m < 3; m++)
             for (size_t n = 0; n < 3 && (double)(gpt2c_now_ns() - t_start) < 2e9; n++) {
-                const gemm_bf16_blocking c = gpt2c_cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){kcs[a], mcs[m], ncs[n]});
+                const gemm_bf16_blocking c = gpt2c_cpu_gemm_bf16_set_blocking(
+                    (gemm_bf16_blocking){guess.kc * kmul[a] / 4, guess.mc * mmul[m] / 2, guess.nc * nmul[n] / 2});
                 const double t = time_layer(isa, C, X, D, W);
                 if (t < tbest) tbest = t, best = c;
             }

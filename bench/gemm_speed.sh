@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# GEMM speed on GPT-2 124M's shapes as % of the measured peak (issue 12,
+# must-have 3): fp32 and bf16, forward / dinp / dweight of qkv, attn-proj,
+# fc, fc-proj and the LM head, B*T = 256 and 1024; optionally against an
+# older build ("before"), runs interleaved round by round so a shared
+# machine's load hits both alike; the medians of the rounds are tabled.
+# Usage: bench/gemm_speed.sh [NEW_GPT2C] [BEFORE_GPT2C]
+#   env: THREADS (default 0 = all cores), R rounds (3), REPS per GEMM (5),
+#        NS (256,1024), CPUTIME=1 (process CPU time: use with THREADS=1 on a
+#        shared machine), OUT (raw JSON, default out/gemm_speed),
+#        SUMMARY_ONLY=1 (table the JSON already in OUT, run nothing)
+# Both builds' % of peak use the peak the new build measured in this sitting.
+# Needs python3 for the summary table only.
+set -euo pipefail
+NEW=${1:-build/gpt2c}
+OLD=${2:-}
+T=${THREADS:-0}
+R=${R:-3}
+OUT=${OUT:-out/gemm_speed}
+mkdir -p "$OUT"
+if [ "${SUMMARY_ONLY:-0}" != 1 ]; then
+extra=()
+[ "${CPUTIME:-0}" = 1 ] && extra+=(--cpu-time)
+{ lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:|Stepping|^CPU\(s\)|L2|L3" || true; uptime; } | tee "$OUT/machine.txt"
+# peaks first (all threads for bandwidth; FMA on the thread count used below)
+"$NEW" bench peak --threads "$T" --remeasure | tee "$OUT/peak.txt"
+"$NEW" --version | grep BLAS | tee -a "$OUT/machine.txt" || true
+# the autotune runs once before timing (it is cached per CPU signature)
+"$NEW" bench gemm --precision bf16 --threads "$T" --n 16 --reps 1 --no-blas --autotune > /dev/null
+for r in $(seq "$R"); do
+  for p in fp32 bf16; do
+    for which in new old; do
+      G=$NEW; [ "$which" = old ] && G=$OLD
+      [ -n "$G" ] || continue
+      b=(); [ "$which" = old ] && b=(--no-blas) # the BLAS column once, from the new build
+      "$G" bench gemm --json --precision $p --threads "$T" --n "${NS:-256,1024}" --reps "${REPS:-5}" "${b[@]}" "${extra[@]}" \
+        > "$OUT/$which.$p.$r.json"
+    done
+  done
+done
+fi
+python3 - "$OUT" "$R" <<'PY'
+import json, sys, statistics as st, glob, os
+out, R = sys.argv[1], int(sys.argv[2])
+names = {(768, 2304): "qkv", (768, 768): "attn-proj", (768, 3072): "fc", (3072, 768): "fc-proj", (768, 50304): "lm-head"}
+def load(which, p):
+    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{which}.{p}.*.json"))]
+    if not runs: return None, {}
+    peak = st.median(r["peak_gflops"] for r in runs)
+    d = {}
+    for r in runs:
+        for x in r["results"]:
+            d.setdefault((x["N"], x["IC"], x["OC"], x["op"]), []).append(x)
+    return peak, d
+for p in ("fp32", "bf16"):
+    pn, dn = load("new", p)
+    po, do = load("old", p)
+    if not dn: continue
+    print(f"\n### {p}: GFLOP/s (median of {R} rounds) and % of the measured peak ({pn:.1f} GFLOP/s)")
+    hdr = "| B*T | layer | op | after GFLOP/s | after % peak |"
+    if do: hdr += " before GFLOP/s | before % peak | after/before |"
+    if p == "fp32": hdr += " OpenBLAS GFLOP/s | % peak |"
+    print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
+    for k, xs in dn.items():
+        g = st.median(x["cpu_gflops"] for x in xs)
+        row = f"| {k[0]} | {names.get((k[1], k[2]), k[1:3])} | {k[3]} | {g:.1f} | {100*g/pn:.1f} |"
+        if do and k in do:
+            go = st.median(x["cpu_gflops"] for x in do[k])
+            row += f" {go:.1f} | {100*go/pn:.1f} | {g/go:.2f} |"
+        if p == "fp32":
+            b = [x["blas_gflops"] for x in xs if "blas_gflops" in x]
+            row += f" {st.median(b):.1f} | {100*st.median(b)/pn:.1f} |" if b else " - | - |"
+        print(row)
+PY

@@ -1,0 +1,137 @@
+/* Memory bandwidth probes for gpt2c_peak (gpt2c/peak.h): read, scale
+ * (dst = s*src) and triad (dst = a + s*b) streams over arrays far larger
+ * than the last-level cache, on every core (a memory ceiling is the
+ * machine's, whatever thread count an op runs on: measured with fewer
+ * threads it would be exceeded by ops that use more).
+ *
+ * Arrays: 8x the L3 that the cores span (CPUID, kernels/cpu/cpu_caches.h),
+ * at least 256 MiB, at most 1 GiB each; 2 MiB-aligned and advised into huge
+ * pages like the inference weights (infer_state.c), so the probe sees the
+ * TLB behaviour decode sees; each thread first-touches the part it streams.
+ * Bytes are counted as the ops count theirs: what is read plus what is
+ * written, no write-allocate traffic. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gpt2c/core.h"
+#include "gpt2c/peak.h"
+#include "kernels/cpu/cpu_caches.h"
+#include "profile/peak_kernels.h"
+
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+static float *alloc_probe(size_t bytes) {
+    float *p = aligned_alloc(HUGE_ALIGN, bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static float read_chunk(const float *x, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) return gpt2c_peak_sum_avx512(x, n);
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) return gpt2c_peak_sum_avx2(x, n);
+#endif
+    float s[8] = {0};
+    for (size_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; j++) s[j] += x[i + j];
+    return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+static void scale_chunk(float *d, const float *x, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) return gpt2c_peak_scale_avx512(d, x, 1.0001f, n);
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) return gpt2c_peak_scale_avx2(d, x, 1.0001f, n);
+#endif
+    for (size_t i = 0; i < n; i++) d[i] = 1.0001f * x[i];
+}
+
+static void triad_chunk(float *d, const float *a, const float *b, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX512)) return gpt2c_peak_triad_avx512(d, a, b, 0.5f, n);
+    if (gpt2c_cpu_has_isa(GPT2C_ISA_AVX2)) return gpt2c_peak_triad_avx2(d, a, b, 0.5f, n);
+#endif
+    for (size_t i = 0; i < n; i++) d[i] = a[i] + 0.5f * b[i];
+}
+
+static volatile float bw_sink;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+enum { K_READ, K_SCALE, K_TRIAD };
+
+/* GB/s of one kernel over `passes` passes, every thread on its own chunk. */
+static double run_kernel(int kind, float *x, float *y, float *z, size_t n, int threads, int passes) {
+    uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
+        float s = 0;
+#pragma omp barrier
+#pragma omp master
+        t0 = gpt2c_now_ns();
+        for (int p = 0; p < passes; p++) {
+            if (kind == K_READ) s += read_chunk(x + lo, chunk);
+            else if (kind == K_SCALE) scale_chunk(y + lo, x + lo, chunk);
+            else triad_chunk(z + lo, x + lo, y + lo, chunk);
+        }
+#pragma omp barrier
+#pragma omp master
+        t1 = gpt2c_now_ns();
+#pragma omp atomic
+        bw_sink += s + (kind == K_READ ? 0 : kind == K_SCALE ? y[lo] : z[lo]);
+    }
+    const size_t chunk = (n / (size_t)threads) & ~(size_t)63;
+    const double streams = kind == K_READ ? 1 : kind == K_SCALE ? 2 : 3;
+    return (double)chunk * threads * sizeof(float) * streams * passes / ((double)(t1 - t0) * 1e-9) * 1e-9;
+}
+
+gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
+    const int threads = omp_get_num_procs();
+    const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
+    /* the L3 the cores span: one instance per l3_share logical CPUs */
+    const int inst = cs->l3_share > 0 ? (threads + cs->l3_share - 1) / cs->l3_share : 1;
+    size_t bytes = (size_t)8 * (size_t)(cs->l3 > 0 ? cs->l3 : 32l << 20) * (size_t)inst;
+    if (bytes < ((size_t)256 << 20)) bytes = (size_t)256 << 20;
+    if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
+    /* GPT2C_PEAK_ARRAY_MIB: another size (tests keep them small; the figure is then not a memory one) */
+    const char *e = getenv("GPT2C_PEAK_ARRAY_MIB");
+    if (e && atoi(e) >= 1 && atoi(e) <= 4096) bytes = (size_t)atoi(e) << 20;
+    const size_t n = bytes / sizeof(float);
+    float *x = alloc_probe(bytes), *y = alloc_probe(bytes), *z = alloc_probe(bytes);
+    if (!x || !y || !z) {
+        free(x), free(y), free(z);
+        return gpt2c_fail(GPT2C_ERR_NOMEM, "peak bandwidth probe: cannot allocate 3 x %zu MiB", bytes >> 20);
+    }
+#pragma omp parallel num_threads(threads)
+    { /* first touch by the thread that streams each part */
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
+        for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f, y[i] = 2.0f, z[i] = 0.0f;
+    }
+    double g[3][32];
+    for (int r = 0; r < runs; r++) /* interleaved, so a slow moment hits all three alike */
+        for (int k = 0; k < 3; k++) g[k][r] = run_kernel(k, x, y, z, n, threads, k == K_READ ? 4 : 2);
+    free(x), free(y), free(z);
+    double med[3];
+    for (int k = 0; k < 3; k++) {
+        qsort(g[k], (size_t)runs, sizeof(double), cmp_double);
+        med[k] = runs % 2 ? g[k][runs / 2] : 0.5 * (g[k][runs / 2 - 1] + g[k][runs / 2]);
+    }
+    o->read_gbs = med[K_READ];
+    o->scale_gbs = med[K_SCALE];
+    o->triad_gbs = med[K_TRIAD];
+    o->mem_gbs = o->read_gbs;
+    if (o->scale_gbs > o->mem_gbs) o->mem_gbs = o->scale_gbs;
+    if (o->triad_gbs > o->mem_gbs) o->mem_gbs = o->triad_gbs;
+    o->bw_threads = threads;
+    o->bw_mib = (int)(bytes >> 20);
+    return GPT2C_OK;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `gpt2c bench peak`: figures labelled (read/scale/triad streams, the memory
+# ceiling, the build), and the cache (JSON v3) keyed by CPU signature, threads
+# and build: a second run reads it, an entry of another build is not used.
+G="$1"
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export XDG_CACHE_HOME="$D/cache"
+export GPT2C_PEAK_ARRAY_MIB=16 # the cache and labels are tested here, not the figures: keep it quick
+"$G" bench peak --threads 1 --runs 1 > "$D/a.txt" || fail "bench peak"
+cat "$D/a.txt"
+for l in "read bw" "scale bw" "triad bw" "memory bw" "build " "fp32 avx512\|fp32 avx2\|fp32 scalar"; do
+  grep -q "$l" "$D/a.txt" || fail "no '$l' line"
+done
+# the memory ceiling is the best of the three streams
+awk '/^(read|scale|triad) bw/ {if ($3 > m) m = $3} /^memory bw/ {c = $3} END {exit !(c == m && c > 0)}' "$D/a.txt" \
+  || fail "memory bw is not the best of read/scale/triad"
+case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
+F="$XDG_CACHE_HOME/gpt2c/peak.json"
+grep -q "measured, cached" "$D/a.txt" || fail "first run not cached"
+grep -q '"version": 3' "$F" || fail "cache version"
+for k in '"build"' '"read"' '"scale"' '"triad"' '"bandwidth_threads"' '"signature"'; do grep -q "$k" "$F" || fail "cache lacks $k"; done
+"$G" bench peak --threads 1 --runs 1 > "$D/b.txt" || fail "second run"
+grep -q "^source     cache" "$D/b.txt" || fail "second run did not read the cache"
+# an entry from another build (say an ASan one) must not be used
+sed -i 's/"build": "[^"]*"/"build": "OtherBuild+asan"/' "$F"
+"$G" bench peak --threads 1 --runs 1 > "$D/c.txt" || fail "third run"
+grep -q "measured, cached" "$D/c.txt" || fail "an entry of another build was used"
+[ "$(grep -c '"build"' "$F")" = 2 ] || fail "entries of two builds expected in the cache"
+# a corrupt cache is replaced, not fatal
+echo '{"version": 3, "entries": [' > "$F"
+"$G" bench peak --threads 1 --runs 1 > "$D/d.txt" || fail "corrupt cache"
+grep -q "measured, cached" "$D/d.txt" || fail "corrupt cache not replaced"
+echo "OK"
