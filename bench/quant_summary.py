@@ -32,7 +32,8 @@ def med(v):
 def per(fmt, batch, key):
     return {r["rep"]: r[key] for r in rows.get(fmt, []) if r["batch"] == batch and key in r}
 
-print("| format | file MB | resident weights MB | prefill tok/s P=512 | decode b=1 tok/s | vs fp32 | "
+P = max((r.get("prompt_len", 0) for v in rows.values() for r in v), default=0)
+print("| format | file MB | resident weights MB | prefill tok/s P=%d |" % P + " decode b=1 tok/s | vs fp32 | "
       "% of bandwidth bound | decode b=8 tok/s | vs fp32 | perplexity | vs fp32 |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 base1, base8 = per("f32", 1, "decode_tok_s"), per("f32", 8, "decode_tok_s")

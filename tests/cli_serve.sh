@@ -100,9 +100,17 @@ b=$("$G" generate "${M[@]}" --quant q8 --prompt "the quick brown" --max-tokens 1
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "--quant q8 = gpt2c generate --quant q8: '$a'" || fail "q8: server '$a' vs generate '$b'"
 kill -TERM "$SPID"; wait "$SPID"; SPID=""
 
+# bf16 weights: the same answer as gpt2c generate --precision bf16
+start_server --precision bf16
+body='{"prompt": "the quick brown", "max_tokens": 12, "temperature": 0}'
+a=$("${C[@]}" "$URL/v1/completions" -d "$body" | jq -j '.choices[0].text' | LC_ALL=C tr -d '\200-\377')
+b=$("$G" generate "${M[@]}" --precision bf16 --prompt "the quick brown" --max-tokens 12 --temperature 0 | LC_ALL=C tr -d '\200-\377')
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "--precision bf16 = gpt2c generate --precision bf16: '$a'" || fail "bf16: server '$a' vs generate '$b'"
+kill -TERM "$SPID"; wait "$SPID"; SPID=""
+
 # bad options: one line each
 expect_error "--quant unknown" "--quant" "$G" serve "${M[@]}" --port 0 --quant q5
-expect_error "--precision (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --precision bf16
+expect_error "--precision outside the list" "--precision 'fp16'" "$G" serve "${M[@]}" --port 0 --precision fp16
 expect_error "--adapter (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --adapter "$W"
 expect_error "--host not numeric" "--host" "$G" serve "${M[@]}" --host example.org --port 0
 expect_error "--port out of range" "--port" "$G" serve "${M[@]}" --port 70000

@@ -332,7 +332,7 @@ static void test_profiler(void) {
 /* TF32 matmuls: same results to TF32's 10-bit mantissa */
 static void test_tf32(void) {
     if (K == &FAKE) return;
-    cuda_set_matmul_tf32(1);
+    gpt2c_cuda_set_matmul_tf32(1);
     const int N = 67, IC = 200, OC = 130;
     float *x = rnd((size_t)N * IC, 0, 1), *w = rnd((size_t)OC * IC, 0, 0.1f), *bias = rnd(OC, 0, 1);
     float *out = malloc((size_t)N * OC * 4);
@@ -342,7 +342,7 @@ static void test_tf32(void) {
     R->matmul_forward(out, x, &W, bias, N, IC, OC);
     K->matmul_forward(dout, dx, &DW, db, N, IC, OC);
     cmp("matmul_forward tf32", "(N=67 IC=200 OC=130)", dout, out, (size_t)N * OC, 5e-3);
-    cuda_set_matmul_tf32(0);
+    gpt2c_cuda_set_matmul_tf32(0);
     K->dev_free(dx), K->dev_free(dw), K->dev_free(db), K->dev_free(dout);
     free(x), free(w), free(bias), free(out);
 }

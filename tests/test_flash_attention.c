@@ -1,5 +1,5 @@
 /* Flash attention over the KV cache (the cpu table's attention_kv_range on
- * AVX-512: online softmax over tiles of 64 keys) against the ref backend's
+ * AVX-512: online softmax over tiles of 256 keys) against the ref backend's
  * (double accumulation, two passes) on random caches: head sizes that are and
  * are not multiples of 16 and 64, batches at different positions, prefill and
  * decode, contexts longer than any score buffer would hold; and the values
@@ -77,6 +77,8 @@ int main(void) {
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 4, 9, 96, 64, 1, p1);    /* hs 64, batch at positions */
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 2, 130, 220, 240, 3, p2); /* hs 80, tiles + tails */
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 3, 200, 256, 2, p2);   /* hs 128: two passes */
+    const int pedge[1] = {250}; /* a block of queries across the 256-key tile boundary */
+    check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 8, 300, 128, 2, pedge);
     const int plong[1] = {4999};
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 2, 5003, 128, 2, plong); /* beyond 4096 keys */
     return tu_finish("test_flash_attention");

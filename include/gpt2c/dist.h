@@ -30,8 +30,10 @@ typedef struct gpt2c_dist gpt2c_dist;
  * srun set the environment it checks); needs no MPI library. */
 int gpt2c_dist_launched(void);
 
-/* MPI_Init_thread (funneled: only this thread calls MPI) on MPI_COMM_WORLD;
- * errors on the communicator return instead of aborting. */
+/* MPI_Init_thread (serialized: the communication thread and this one take
+ * turns) on MPI_COMM_WORLD; errors on the communicator return instead of
+ * aborting.  With NCCL built, also picks this rank's GPU (local rank modulo
+ * the devices), before any backend starts. */
 gpt2c_status gpt2c_dist_init(gpt2c_dist **out);
 /* MPI_Finalize and free. */
 void gpt2c_dist_finalize(gpt2c_dist *d);
@@ -63,7 +65,9 @@ gpt2c_dist_opts gpt2c_dist_opts_default(void);
 /* Plans the buckets (and, for ZeRO-1, the shard; moments already in the
  * model, from a resumed checkpoint, are cut down to this rank's shard) and
  * fills *dp for gpt2c_train_cfg.dp.  The model must have its gradients'
- * layout (any model; gradients are allocated here).  Host backends only. */
+ * layout (any model; gradients are allocated here).  Host backends, or
+ * the CUDA backend where NCCL is built (plain data parallel: ZeRO-1 is host
+ * code). */
 gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_opts *o, gpt2c_train_dp *dp);
 
 /* Before rank 0 saves a checkpoint: checks every rank holds the same
@@ -87,6 +91,7 @@ typedef struct gpt2c_dist_stats {
     int steps;
     int reduce_scatter; /* ZeRO-1: gradients reduce-scattered (each rank receives its shard's sums) */
     int wte_early;      /* wte's LM-head part reduced from the LM head's backward on (the encoder's rows gathered) */
+    int device;         /* NCCL on the device: comm_ms / wait_ms are not measured (the host does not wait; see the profile) */
 } gpt2c_dist_stats;
 gpt2c_dist_stats gpt2c_dist_get_stats(const gpt2c_dist *d);
 

@@ -1,6 +1,6 @@
 /* `gpt2c bench attention`: the inference attention over the KV cache, fused
  * (the cpu table's attention_kv_range: flash attention, online softmax over
- * tiles of 64 keys for blocks of <= 4 queries, a few KiB of scratch per
+ * tiles of 256 keys for blocks of <= 4 queries, a few KiB of scratch per
  * thread whatever T), the previous two-pass kernel (a 4-query block's scores
  * over all its keys in a 64 KiB per-thread buffer, then P V; AVX-512 only)
  * and the unfused way (per head: S = Q K^T with the cpu GEMM (gpt2c_cpu_gemm), causal
@@ -141,8 +141,8 @@ int bench_attention(int argc, char **argv) {
         qsort(td, (size_t)runs, sizeof(double), cmp_double);
         qsort(t2p, (size_t)runs, sizeof(double), cmp_double);
         const double mf = tf[runs / 2], mu = tu[runs / 2], m2 = t2p[runs / 2];
-        /* scratch per thread: flash 4 x 256 accumulators + 4 x 64 probabilities (stack); two-pass 4 x 4096 scores */
-        const double flash_kib = 4.0 * (4 * 256 + 4 * 64) / 1024.0, two_kib = 4.0 * 4 * 4096 / 1024.0;
+        /* scratch per thread: flash 4 x 256 accumulators + 4 x 256 scores (stack); two-pass 4 x 4096 scores */
+        const double flash_kib = 4.0 * (4 * 256 + 4 * 256) / 1024.0, two_kib = 4.0 * 4 * 4096 / 1024.0;
         char m2s[32] = "unavailable", r2s[32] = "-";
         if (have_two_pass) snprintf(m2s, sizeof m2s, "%.3f", m2), snprintf(r2s, sizeof r2s, "%.2fx", m2 / mf);
         printf("%6d  %10.3f  %10s  %10.3f  %9s  %8.2fx  %10.1f KiB  %10.1f KiB  %10.1f KiB  %10.4f   (max |diff| %.1e unfused, "

@@ -8,7 +8,9 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/infer_common.h"
+#include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
+#include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/infer.h"
@@ -41,7 +43,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu", *quant = NULL;
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *precision = "fp32";
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0, no_peak = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -55,20 +57,23 @@ int bench_generate(int argc, char **argv) {
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "no read-bandwidth figure (gpt2c_peak_get; else cached or measured once)", 0, 0},
         QUANT_ARG_OPT(quant),
+        PRECISION_ARG_OPT(precision),
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    if ((rc = precision_arg_check("bench generate", precision, backend))) return rc;
     gpt2c_model *m = NULL;
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
     const int nthreads = gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply("bench generate", quant, model, m, 1)) {
+    if (quant_arg_apply("bench generate", quant, model, m, 1) || precision_arg_apply("bench generate", precision, m, 1)) {
         gpt2c_model_free(m);
         return 1;
     }
     /* the weights' resident memory: what loading (and quantizing) left mapped */
     const double resident_mb = ((double)current_rss_bytes() - rss0) / 1e6;
-    const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : "f32";
+    const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name
+                      : gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? "bf16" : "f32";
     const gpt2c_config *c = gpt2c_model_config(m);
     if (P + N > c->max_seq_len) {
         gpt2c_model_free(m);
@@ -115,7 +120,7 @@ int bench_generate(int argc, char **argv) {
     } else {
         const double prefill = median(pf, runs), decode = median(dc, runs);
         /* weights streamed per decode step (quantized: codes + scales) */
-        const double wbytes = gpt2c_model_qweights(m) ? (double)gpt2c_quant_weight_bytes(m) : 4.0 * (double)gpt2c_model_num_params(m);
+        const double wbytes = gpt2c_model_qweights(m) ? (double)gpt2c_quant_weight_bytes(m) : (double)gpt2c_model_weight_bytes(m);
         const double step_s = batch / decode;
         /* bytes read per decode step: the weights once, and every sequence's keys and values up to its
          * position (the middle of the decode on average); the bound is that over the read bandwidth */

@@ -10,10 +10,12 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/precision_arg.h"
 #include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/train.h"
 #include "model/costs.h"
 
@@ -64,12 +66,13 @@ static gpt2c_status fixed_next(void *ctx, const int32_t **inputs, const int32_t 
 
 typedef struct {
     const char *backend;
+    gpt2c_format prec;
     int threads;
     double med, p10, p90, fwd, bwd, upd, peak, cpu_ms;
 } result;
 
 static int run_bench(const char *what, int forward_only, int argc, char **argv) {
-    const char *model = "gpt2", *backends = "cpu", *isa = "auto";
+    const char *model = "gpt2", *backends = "cpu", *isa = "auto", *precisions = "fp32";
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -81,10 +84,21 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         THREADS_LIST_ARG_OPT(threads, "thread counts, e.g. 1,2 (default: all cores)"),
         BACKEND_ARG_OPT(backends, "backends, comma-separated: cpu,blas,ref"),
         {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
+        {"--precision", CLI_STR, &precisions, "compute precision fp32|bf16, or both interleaved: fp32,bf16", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
     };
     int rc = cli_parse(what, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    gpt2c_format precs[2];
+    int nprec = 0;
+    char plist[64];
+    snprintf(plist, sizeof plist, "%s", precisions);
+    for (char *save = NULL, *p = strtok_r(plist, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if ((rc = precision_arg_check(what, p, backends))) return rc;
+        if (nprec == 2) return cli_error(what, "--precision: at most two values (fp32,bf16)");
+        gpt2c_precision_parse(p, &precs[nprec++]);
+    }
+    if (nprec == 0) return precision_arg_check(what, "", NULL);
     if (gpt2c_cpu_force_isa(isa) != GPT2C_OK) return cli_fail_option(what, "--isa");
     if (threads.n == 0) threads.items[threads.n++] = gpt2c_set_threads(0);
 
@@ -130,8 +144,13 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             break;
         }
         if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
-        for (int ti = 0; ti < threads.n && nres < 64; ti++) {
-            const int nt = gpt2c_model_set_threads(m, threads.items[ti]);
+        for (int ti = 0; ti < threads.n * nprec && nres < 64; ti++) {
+            const gpt2c_format prec = precs[ti % nprec]; /* precisions interleaved per thread count */
+            if (gpt2c_model_set_precision(m, prec) != GPT2C_OK) {
+                status = cli_fail_option(what, "--precision");
+                break;
+            }
+            const int nt = gpt2c_model_set_threads(m, threads.items[ti / nprec]);
             double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
             for (int s = -warmup; s < steps; s++) {
                 if (s == 0) cpu0 = cpu_seconds();
@@ -159,6 +178,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             for (int k = 0; k < 4; k++) qsort(ms + k * steps, steps, sizeof(double), cmp_double);
             result *o = &res[nres++];
             o->backend = be;
+            o->prec = prec;
             o->threads = nt;
             o->med = pct(ms, steps, 0.5);
             o->p10 = pct(ms, steps, 0.1);
@@ -167,12 +187,12 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
             o->cpu_ms = cpu_ms;
-            o->peak = bench_peak_gflops(nt);
+            o->peak = prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
         }
     }
     if (!status) {
         if (!json)
-            printf("  %-7s %3s %9s %9s %9s %9s %8s %7s %7s | %8s %8s %8s\n", "backend", "thr", "median_ms", "p10_ms",
+            printf("  %-12s %3s %9s %9s %9s %9s %8s %7s %7s | %8s %8s %8s\n", "backend", "thr", "median_ms", "p10_ms",
                    "p90_ms", "tok/s", "GFLOP/s", "%peak", "x1thr", "fwd_ms", "bwd_ms", "upd_ms");
         else
             printf("{\"bench\":\"%s\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"steps\":%d,\"isa\":\"%s\",\"gflop_per_step\":%.3f,"
@@ -183,24 +203,27 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             const result *o = &res[i];
             double one = 0;
             for (int j = 0; j < nres; j++)
-                if (res[j].threads == 1 && strcmp(res[j].backend, o->backend) == 0) one = res[j].med;
+                if (res[j].threads == 1 && strcmp(res[j].backend, o->backend) == 0 && res[j].prec == o->prec) one = res[j].med;
             const double gf = flops / (o->med * 1e-3) * 1e-9, tps = N / (o->med * 1e-3);
             char spd[32] = "n/a", pk[32] = "unavail";
             if (one > 0) snprintf(spd, sizeof spd, "%.2f", one / o->med);
             if (o->peak > 0) snprintf(pk, sizeof pk, "%.1f", 100 * gf / o->peak);
+            char label[32];
+            snprintf(label, sizeof label, "%s%s", o->backend, o->prec == GPT2C_FMT_BF16 ? "/bf16" : "");
             if (!json)
-                printf("  %-7s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f\n", o->backend,
+                printf("  %-12s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f\n", label,
                        o->threads, o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd, o->cpu_ms);
             else
-                printf("%s{\"backend\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"p10_ms\":%.3f,\"p90_ms\":%.3f,\"tok_s\":%.1f,"
+                printf("%s{\"backend\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"p10_ms\":%.3f,\"p90_ms\":%.3f,\"tok_s\":%.1f,"
                        "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"speedup_vs_1thread\":%s,\"forward_ms\":%.3f,\"backward_ms\":%.3f,"
                        "\"update_ms\":%.3f,\"cpu_ms_per_step\":%.3f}",
-                       i ? "," : "", o->backend, o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
+                       i ? "," : "", o->backend, gpt2c_precision_name(o->prec), o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
                        one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms);
         }
         if (json) printf("]}\n");
         else
-            printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count; cpu_ms: process CPU time per\n"
+            printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count (/bf16 rows: of the bf16 GEMM's\n"
+                   "   ceiling, vdpbf16ps where the CPU has it); cpu_ms: process CPU time per\n"
                    "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
                    gpt2c_isa_name(gpt2c_cpu_isa()));
     }

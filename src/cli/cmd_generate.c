@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
 #include "cli/model_arg.h"
 #include "cli/run_arg.h"
@@ -92,7 +93,7 @@ static int on_token(void *user, int seq, int32_t id) {
 }
 
 int cmd_generate(int argc, char **argv) {
-    const char *quant = NULL;
+    const char *quant = NULL, *precision = "fp32";
     const char *model = NULL, *prompt = NULL, *prompt_ids = NULL, *vocab = NULL, *backend = "cpu";
     int max_tokens = 64, batch = 1, threads = 0, top_k = 0, stats = 0, hugepages = 0;
     double temperature = 1.0, top_p = 1.0;
@@ -112,10 +113,12 @@ int cmd_generate(int argc, char **argv) {
         BACKEND_ARG_OPT_STD(backend),
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
         QUANT_ARG_OPT(quant),
+        PRECISION_ARG_OPT(precision),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    if ((rc = precision_arg_check(CMD, precision, backend))) return rc;
     if (!model) return cli_error(CMD, "--model is required (a checkpoint path or gpt2, gpt2-medium, ...)");
     if (prompt && prompt_ids) return cli_error(CMD, "--prompt and --prompt-ids: give one, not both");
     if (max_tokens < 0) return cli_error(CMD, "--max-tokens: %d is negative", max_tokens);
@@ -172,7 +175,7 @@ int cmd_generate(int argc, char **argv) {
     stream_ctx sc = {tok, batch, -1, NULL, NULL};
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) goto fail;
     gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || precision_arg_apply(CMD, precision, m, 1)) {
         rc = 1;
         goto done;
     }

@@ -11,6 +11,8 @@
 #include "gpt2c/cpu.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/precision_arg.h"
+#include "gpt2c/precision.h"
 #include "cli/profile_infer.h"
 #include "cli/quant_arg.h"
 #include "cli/commands.h"
@@ -29,6 +31,7 @@ typedef struct {
     int32_t *tokens, *targets;
     gpt2c_rng rng;
     gpt2c_adamw_cfg opt;
+    gpt2c_format prec; /* --precision */
 } run_ctx;
 
 /* Seeded random tokens: the step's batch source (timed as the data phase). */
@@ -57,7 +60,9 @@ static gpt2c_status run_step(gpt2c_model *m, gpt2c_profile_session *s, int step,
 
 static gpt2c_status setup(gpt2c_model *m, const char *backend, int threads, run_ctx *r) {
     gpt2c_model_set_threads(m, threads);
+    GPT2C_TRY(gpt2c_model_set_precision(m, GPT2C_FMT_F32)); /* a sweep may go to a backend without bf16 */
     GPT2C_TRY(gpt2c_model_set_backend(m, backend));
+    GPT2C_TRY(gpt2c_model_set_precision(m, r->prec));
     GPT2C_TRY(gpt2c_model_prepare(m, r->B, r->T));
     GPT2C_TRY(gpt2c_model_alloc_grads(m));
     GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
@@ -115,7 +120,7 @@ static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, dou
 }
 
 int cmd_profile(int argc, char **argv) {
-    const char *out = NULL, *backends = "cpu";
+    const char *out = NULL, *backends = "cpu", *precision = "fp32";
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16;
@@ -131,6 +136,7 @@ int cmd_profile(int argc, char **argv) {
         {"--warmup", CLI_INT, &warmup, "warm-up steps, not recorded", 0, 1000},
         THREADS_LIST_ARG_OPT(threads, "threads, or a sweep: 1,2,4 (default: all cores)"),
         BACKEND_ARG_OPT(backends, "backend, or a sweep: cpu,blas"),
+        PRECISION_ARG_OPT(precision),
         {"--out", CLI_STR, &out, "output folder for trace.json, summary.json, ops.csv, report.html, *.svg", 0, 0},
         SEED_ARG_OPT(seed, "seed for the model and the batches"),
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
@@ -145,6 +151,7 @@ int cmd_profile(int argc, char **argv) {
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    if ((rc = precision_arg_check(CMD, precision, backends))) return rc;
 
     /* backends: comma-separated, each a known name */
     char blist[256];
@@ -203,7 +210,8 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}};
+    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32};
+    gpt2c_precision_parse(precision, &r.prec);
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
     r.targets = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -219,6 +227,7 @@ int cmd_profile(int argc, char **argv) {
             cli_fail_status(CMD);
             goto done;
         }
+        if (precision_arg_apply(CMD, precision, m, 1)) goto done;
     } else if (setup(m, bk[0], main_threads, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;
@@ -232,12 +241,13 @@ int cmd_profile(int argc, char **argv) {
     o.model_name = model;
     o.backend = bk[0];
     if (!quiet && infer) {
-        const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name : "f32";
+        const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name
+                          : r.prec == GPT2C_FMT_BF16 ? "bf16" : "f32";
         fprintf(stderr, "gpt2c profile: inference of %s (%s weights), %d sequences: each prefills %d tokens + %d decode steps per step, %s, "
                 "%d threads: %d warm-up + %d x %d steps\n", model, fmt, B, T, decode, bk[0], main_threads, warmup, trials, steps);
     } else if (!quiet)
-        fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
-                main_threads, warmup, trials, steps);
+        fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s%s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
+                r.prec == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", main_threads, warmup, trials, steps);
     for (int bi = 0; bi < nb && !quiet; bi++)
         if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
     const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed};

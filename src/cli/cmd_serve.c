@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
 #include "cli/run_arg.h"
 #include "gpt2c/infer.h"
@@ -21,7 +22,7 @@
 
 int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *vocab = NULL, *host = "127.0.0.1", *backend = "cpu", *name = NULL;
-    const char *quant = NULL, *precision = NULL, *adapter = NULL;
+    const char *quant = NULL, *precision = "fp32", *adapter = NULL;
     int port = 8080, threads = 0, max_batch = 8, slots = 0, ctx = 0, chunk = 64, max_queue = 256, hugepages = 0;
     long long max_body = 1 << 20;
     cli_opt opts[] = {
@@ -40,12 +41,12 @@ int cmd_serve(int argc, char **argv) {
         BACKEND_ARG_OPT_STD(backend),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
         QUANT_ARG_OPT(quant),
-        {"--precision", CLI_STR, &precision, "compute precision (not available in this build)", 0, 0},
+        PRECISION_ARG_OPT(precision),
         {"--adapter", CLI_STR, &adapter, "LoRA adapter directory (not available in this build)", 0, 0},
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
-    if (precision) return cli_error(CMD, "--precision: not available in this build (bf16 inference has not landed)");
+    if ((rc = precision_arg_check(CMD, precision, backend))) return rc;
     if (adapter) return cli_error(CMD, "--adapter: not available in this build (LoRA adapters have not landed)");
 #ifndef GPT2C_HAVE_SERVE
     (void)model, (void)vocab, (void)host, (void)backend, (void)name, (void)port, (void)threads, (void)max_batch;
@@ -64,7 +65,7 @@ int cmd_serve(int argc, char **argv) {
         gpt2c_tokenizer_free(tok);
         return cli_fail_status(CMD);
     }
-    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || precision_arg_apply(CMD, precision, m, 1)) {
         gpt2c_model_free(m);
         gpt2c_tokenizer_free(tok);
         return 1;

@@ -13,6 +13,8 @@
 #include "cli/commands.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/precision_arg.h"
+#include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
@@ -265,7 +267,7 @@ static void train_free(train_job *J) {
 static int train_setup(int argc, char **argv, train_job *J) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
-    const char *backend = "cpu", *profile_out = NULL;
+    const char *backend = "cpu", *profile_out = NULL, *precision = "fp32";
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
     int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1, keep_sparsity = 0;
     long long seed = 1337;
@@ -294,6 +296,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--shuffle", CLI_FLAG, &shuffle, "shuffled batches (seeded) instead of sequential", 0, 0},
         THREADS_ARG_OPT(threads, "threads the model computes with, 0 = all cores (default 0; under mpirun: cores / ranks on the machine)"),
         BACKEND_ARG_OPT_STD(backend),
+        PRECISION_ARG_OPT(precision),
         {"--save", CLI_STR, &save, "checkpoint: FILE.safetensors or DIR/ (Hugging Face directory), written atomically; {step} in it is replaced by the step", 0, 0},
         {"--save-every", CLI_INT, &save_every, "also save every N steps", 0, 1 << 30},
         {"--resume", CLI_STR, &resume, "continue exactly from a checkpoint written by --save", 0, 0},
@@ -314,6 +317,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         for (int i = 0; i < ext->nopts && nall < CLI_NOPTS(all); i++) all[nall++] = ext->opts[i];
     }
     int rc = cli_parse(CMD, argc, argv, all, nall, NULL);
+    if (!rc) rc = precision_arg_check(CMD, precision, backend);
     if (rc) return rc;
     int launched_size = 1;
     const int launched = launcher_rank(&launched_size) >= 0;
@@ -405,6 +409,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->profile_out = profile_out;
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option(CMD, "--backend");
+    if ((rc = precision_arg_apply(CMD, precision, m, 0))) return rc;
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option(CMD, "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
@@ -452,8 +457,9 @@ static int train_setup(int argc, char **argv, train_job *J) {
         fprintf(stderr, "gpt2c %s: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
                 CMD, loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
                 gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
-        fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s, %d threads\n",
-                CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend, gpt2c_model_threads(m));
+        fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
+                CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
+                gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
     cfg->on_checkpoint = save ? on_checkpoint : NULL;
@@ -496,12 +502,16 @@ static int train_run(train_job *J) {
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);
         const double n = s.steps > 0 ? s.steps : 1;
         const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
-        fprintf(stderr, "gpt2c %s: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
-                "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f ms/step, "
-                "peak RSS %.2f GiB%s\n", CMD, ui->rank, s.steps, s.reduce_scatter ? "reduce-scatter" : "all-reduce",
-                s.bytes / n / 1048576.0, s.comm_ms / n, waited / n,
-                s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
-                gpt2c_peak_rss_bytes() / 1073741824.0, s.wte_early ? ", wte early" : "");
+        if (s.device) /* NCCL: the host does not wait for the device's streams */
+            fprintf(stderr, "gpt2c %s: rank %d: %d steps, NCCL all-reduce %.1f MiB/step; times unavailable (on the "
+                    "device's streams: see --profile-out)\n", CMD, ui->rank, s.steps, s.bytes / n / 1048576.0);
+        else
+            fprintf(stderr, "gpt2c %s: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
+                    "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f "
+                    "ms/step, peak RSS %.2f GiB%s\n", CMD, ui->rank, s.steps,
+                    s.reduce_scatter ? "reduce-scatter" : "all-reduce", s.bytes / n / 1048576.0, s.comm_ms / n,
+                    waited / n, s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
+                    gpt2c_peak_rss_bytes() / 1073741824.0, s.wte_early ? ", wte early" : "");
     }
 #endif
     if (ui->prof) {

@@ -52,7 +52,14 @@ static void mpi(char *b, size_t n) {
 #ifdef GPT2C_HAVE_MPI
     int major = 0, minor = 0;
     MPI_Get_version(&major, &minor);
-    snprintf(b, n, "yes (MPI %d.%d: data-parallel training under mpirun)", major, minor);
+#if defined(GPT2C_HAVE_NCCL)
+    const char *dev = "; --backend cuda reduces on the device with NCCL";
+#elif defined(GPT2C_HAVE_CUDA)
+    const char *dev = "; host backends only: NCCL not found";
+#else
+    const char *dev = "";
+#endif
+    snprintf(b, n, "yes (MPI %d.%d: data-parallel training under mpirun%s)", major, minor, dev);
 #else
     snprintf(b, n, "no (install libopenmpi-dev and rebuild for data-parallel training)");
 #endif

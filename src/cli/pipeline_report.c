@@ -52,7 +52,7 @@ static ms_t metric(const pipe_row *r, int k) {
 
 static void cell(char *buf, size_t n, const pipe_row *r, int k) {
     const ms_t v = metric(r, k);
-    if (!measured(r)) snprintf(buf, n, "pending");
+    if (!measured(r)) snprintf(buf, n, "%s", strncmp(r->note, "pending", 7) == 0 ? "pending" : "(see note)");
     else if (!isfinite(v.mean)) snprintf(buf, n, "unavailable");
     else if (k == M_FWD_TOK || k == M_GEN_TOK || k == M_FWD_MS || k == M_GEN_MS)
         snprintf(buf, n, "%.4g ± %.2g", v.mean, v.std);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dist/dist_internal.h"
+#include "model/memspace.h"
 #include "model/model_internal.h"
 
 int gpt2c_dist_launched(void) {
@@ -41,6 +42,9 @@ gpt2c_status gpt2c_dist_init(gpt2c_dist **out) {
     d->fail_rank = d->fail_step = -1;
     const char *f = getenv("GPT2C_DIST_FAIL");
     if (f && sscanf(f, "%d:%d", &d->fail_rank, &d->fail_step) != 2) d->fail_rank = d->fail_step = -1;
+#ifdef GPT2C_HAVE_NCCL
+    gpt2c_dist_nccl_pick_device(d); /* a rank's GPU: before --backend cuda starts the device */
+#endif
     *out = d;
     return GPT2C_OK;
 }
@@ -54,9 +58,13 @@ static void detach(gpt2c_dist *d) {
     free(d->slices);
     free(d->buckets);
     free(d->pack_mem);
-    free(d->rs_mem);
-    free(d->rows_all);
-    free(d->tokens_all);
+    if (d->m) {
+        gpt2c_mem_free(d->m->k, d->rows_all);
+        gpt2c_mem_free(d->m->k, d->tokens_all);
+    }
+#ifdef GPT2C_HAVE_NCCL
+    gpt2c_dist_nccl_free(d);
+#endif
     free(d->rs_counts_mem);
     free(d->reqs);
     gpt2c_dist_zero_free(d);

@@ -19,11 +19,10 @@ typedef struct gpt2c_dist_bucket {
     size_t n;           /* floats reduced */
     /* ZeRO-1 reduce-scatter: every rank's part of the bucket (its elements that
      * fall in the rank's shard of the slab, contiguous in bucket order); this
-     * rank's part lands in rs_recv, its first element is element rs_first */
+     * rank's part starts at the bucket's element rs_first */
     int rs;             /* 1: reduce-scatter, 0: all-reduce */
     int *rs_counts;     /* [size] */
     size_t rs_first;
-    float *rs_recv;
 } gpt2c_dist_bucket;
 
 typedef struct gpt2c_dist_slice {
@@ -68,10 +67,12 @@ struct gpt2c_dist {
     float *m_shard, *v_shard;
     int *counts, *displs; /* every rank's part, for the all-gather */
     int rs;                /* ZeRO-1 gradients by reduce-scatter (default; GPT2C_DIST_ZERO_ALLREDUCE=1: all-reduce) */
-    float *rs_mem;         /* reduce-scatter: this rank's parts of every bucket */
     int *rs_counts_mem;
     int moments_gathered;  /* rank 0 holds full m_mem / v_mem for a save */
     int thread_level;      /* what MPI_Init_thread provided */
+    /* a device backend (NCCL, nccl.c): the buckets are reduced on the device */
+    struct gpt2c_dist_nccl *nccl;
+    gpt2c_status nccl_status; /* of the posts from backward's hook */
     /* fault injection for the tests: GPT2C_DIST_FAIL=rank:step */
     int fail_rank, fail_step;
     gpt2c_dist_stats stats;
@@ -86,6 +87,15 @@ gpt2c_status gpt2c_dist_mpi_fail(int err, const char *call);
     } while (0)
 
 void gpt2c_dist_stop_thread(gpt2c_dist *d);
+
+/* NCCL (nccl.c, GPT2C_HAVE_NCCL): this rank's GPU (before the backend
+ * starts), the communicator, buckets [from, to) enqueued after the compute
+ * stream's work so far, the compute stream waiting for all of them. */
+void gpt2c_dist_nccl_pick_device(gpt2c_dist *d);
+gpt2c_status gpt2c_dist_nccl_attach(gpt2c_dist *d);
+gpt2c_status gpt2c_dist_nccl_post(gpt2c_dist *d, int from, int to);
+gpt2c_status gpt2c_dist_nccl_wait(gpt2c_dist *d);
+void gpt2c_dist_nccl_free(gpt2c_dist *d);
 
 /* ZeRO-1 (zero.c) */
 gpt2c_status gpt2c_dist_zero_attach(gpt2c_dist *d, gpt2c_model *m);

@@ -15,6 +15,7 @@
 #include "dist/dist_internal.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
+#include "model/memspace.h"
 #include "model/model_internal.h"
 
 /* A slice at least this big is reduced in place as its own message; smaller
@@ -118,9 +119,7 @@ static size_t overlap_len(size_t a0, size_t n, size_t b0, size_t b1) {
 
 static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
     d->rs_counts_mem = calloc((size_t)d->nbuckets * (size_t)d->size, sizeof(int));
-    d->rs_mem = malloc((d->hi - d->lo + 1) * sizeof(float));
-    if (!d->rs_counts_mem || !d->rs_mem) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (reduce-scatter plan)");
-    size_t at = 0;
+    if (!d->rs_counts_mem) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (reduce-scatter plan)");
     for (int b = 0; b < d->nbuckets; b++) {
         gpt2c_dist_bucket *bk = &d->buckets[b];
         if (bk->gather) continue;
@@ -139,16 +138,20 @@ static gpt2c_status plan_reduce_scatter(gpt2c_dist *d) {
             if (r < d->rank) before += c;
         }
         bk->rs_first = before;
-        bk->rs_recv = d->rs_mem + at;
-        at += (size_t)bk->rs_counts[d->rank];
     }
     return GPT2C_OK;
 }
 
-/* After a reduce-scatter: this rank's summed elements back into the slab. */
+/* After a reduce-scatter: this rank's summed elements, at the start of the
+ * bucket's buffer, to their places in the slab. */
 static void rs_unpack(gpt2c_dist *d, const gpt2c_dist_bucket *bk, float *g) {
     size_t skip = bk->rs_first, left = (size_t)bk->rs_counts[d->rank];
-    const float *src = bk->rs_recv;
+    if (!bk->packed) { /* one slice, reduced in the slab itself: move the part up (overlapping) */
+        float *base = g + d->slices[bk->first].off;
+        memmove(base + skip, base, left * sizeof(float));
+        return;
+    }
+    const float *src = bk->pack;
     for (int s = bk->first; s < bk->first + bk->count && left; s++) {
         const gpt2c_dist_slice *sl = &d->slices[s];
         if (skip >= sl->n) {
@@ -211,8 +214,8 @@ static gpt2c_status post_bucket(gpt2c_dist *d, int b) {
     } else {
         buf = g + d->slices[bk->first].off;
     }
-    if (bk->rs) /* not in place: MPI's in-place reduce-scatter leaves the part at the buffer's start */
-        GPT2C_DIST_MPI(MPI_Ireduce_scatter(buf, bk->rs_recv, bk->rs_counts, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
+    if (bk->rs) /* in place: this rank's sums land at the buffer's start (rs_unpack moves them) */
+        GPT2C_DIST_MPI(MPI_Ireduce_scatter(MPI_IN_PLACE, buf, bk->rs_counts, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
     else
         GPT2C_DIST_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)bk->n, MPI_FLOAT, MPI_SUM, d->comm, &d->reqs[b]));
     d->stats.bytes += (double)bk->n * sizeof(float);
@@ -308,14 +311,39 @@ static void mark_ready(gpt2c_dist *d, int group) {
 }
 
 /* on_grads_final: groups L, L-1, ..., 0, -1 in turn */
+/* NCCL: this group's buckets enqueued now (the first failure is kept for reduce()) */
+static void post_device(gpt2c_dist *d, int layer) {
+#ifdef GPT2C_HAVE_NCCL
+    int to = d->posted;
+    while (to < d->nbuckets && d->buckets[to].group >= layer) to++;
+    const gpt2c_status st = d->nccl_status == GPT2C_OK ? gpt2c_dist_nccl_post(d, d->posted, to) : d->nccl_status;
+    d->nccl_status = st;
+    d->posted = to;
+#else
+    (void)d, (void)layer;
+#endif
+}
+
 static void on_grads_final(void *ctx, int layer) {
     gpt2c_dist *d = ctx;
-    GPT2C_PROF_OP(d->m->prof, GPT2C_OP_ALLREDUCE, layer, 0, bytes_ready(d, layer), mark_ready(d, layer));
+    if (d->nccl)
+        GPT2C_PROF_OP(d->m->prof, GPT2C_OP_ALLREDUCE, layer, 0, bytes_ready(d, layer), post_device(d, layer));
+    else
+        GPT2C_PROF_OP(d->m->prof, GPT2C_OP_ALLREDUCE, layer, 0, bytes_ready(d, layer), mark_ready(d, layer));
 }
 
 static void arm(void *ctx, gpt2c_model *m) {
     gpt2c_dist *d = ctx;
     m->wte_rows_apart = d->wte_early; /* overlapped or not: the same collectives */
+    if (d->nccl) {
+        d->posted = 0;
+        d->nccl_status = GPT2C_OK;
+        if (!d->opts.overlap) return;
+        m->on_grads_final = on_grads_final;
+        m->grads_final_ctx = d;
+        d->armed = 1;
+        return;
+    }
     if (!d->have_thread) return;
     pthread_mutex_lock(&d->mu);
     d->posted = 0;
@@ -357,9 +385,20 @@ static gpt2c_status reduce_wait(gpt2c_dist *d) {
     return GPT2C_OK;
 }
 
+static gpt2c_status reduce_device(gpt2c_dist *d) {
+#ifdef GPT2C_HAVE_NCCL
+    post_device(d, -1);
+    GPT2C_TRY(d->nccl_status);
+    return gpt2c_dist_nccl_wait(d);
+#else
+    (void)d;
+    return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "nccl: not built");
+#endif
+}
+
 static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     gpt2c_dist *d = ctx;
-    const int threaded = d->armed;
+    const int threaded = d->armed && !d->nccl; /* the communication thread has posted */
     const int rows_apart = m->wte_rows_apart;
     m->wte_rows_apart = 0;
     if (d->wte_early && !rows_apart)
@@ -376,13 +415,16 @@ static gpt2c_status reduce(void *ctx, gpt2c_model *m, double *loss) {
     const uint64_t t0 = gpt2c_now_ns();
     const double skew0 = d->stats.skew_ms;
     gpt2c_status st = GPT2C_OK;
-    GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, threaded ? 0 : bytes_ready(d, -1),
-                  st = threaded ? reduce_wait(d) : reduce_now(d));
+    if (d->nccl) /* the rest enqueued; the compute stream waits for them (the host does not) */
+        GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, threaded ? 0 : bytes_ready(d, -1), st = reduce_device(d));
+    else
+        GPT2C_PROF_OP(m->prof, GPT2C_OP_ALLREDUCE, -1, 0, threaded ? 0 : bytes_ready(d, -1),
+                      st = threaded ? reduce_wait(d) : reduce_now(d));
     const double waited = (gpt2c_now_ns() - t0) / 1e6;
     d->stats.wait_ms += waited;
-    if (!threaded) d->stats.comm_ms += waited - (d->stats.skew_ms - skew0);
+    if (!threaded && !d->nccl) d->stats.comm_ms += waited - (d->stats.skew_ms - skew0);
     GPT2C_TRY(st);
-    for (int b = 0; b < d->nbuckets; b++) { /* unpack */
+    for (int b = 0; b < d->nbuckets && !d->nccl; b++) { /* unpack (NCCL reduces in place, unpacked) */
         const gpt2c_dist_bucket *bk = &d->buckets[b];
         if (bk->rs) {
             rs_unpack(d, bk, m->grads_mem);
@@ -412,10 +454,18 @@ static gpt2c_status mean(void *ctx, double *v) {
 }
 
 gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_opts *o, gpt2c_train_dp *dp) {
-    if (m->params_host)
+    const int device = m->params_host != NULL;
+#ifdef GPT2C_HAVE_NCCL
+    if (device && o->zero)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
-                          "backend %s: data parallel reduces host memory; use ref, cpu or blas (NCCL is not built)",
-                          m->k->name);
+                          "ZeRO stage %d on backend %s: not built (its shard and parameter all-gather are host code); "
+                          "use stage 0 (NCCL all-reduce on the device)", o->zero, m->k->name);
+#else
+    if (device)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
+                          "backend %s: data parallel on a device needs NCCL, not found when this was built; use ref, "
+                          "cpu or blas", m->k->name);
+#endif
     if (o->zero < 0 || o->zero > 1) return gpt2c_fail(GPT2C_ERR_ARG, "ZeRO stage %d: expected 0 (plain data parallel) or 1", o->zero);
     if (m->slab_floats > (size_t)INT32_MAX)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "mpi: %zu parameters is more than MPI's int counts", m->slab_floats);
@@ -430,11 +480,13 @@ gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_o
                    (size_t)d->size * N * C <= (size_t)INT32_MAX && !(we && strcmp(we, "0") == 0);
     if (d->wte_early) {
         d->rows_n = N;
-        d->rows_all = malloc((size_t)d->size * N * C * sizeof(float));
-        d->tokens_all = malloc((size_t)d->size * N * sizeof(int32_t));
-        if (!d->rows_all || !d->tokens_all) return gpt2c_fail(GPT2C_ERR_NOMEM, "mpi: out of memory (encoder rows)");
+        /* in the backend's memory: the device's for NCCL */
+        d->rows_all = gpt2c_mem_alloc(m->k, (size_t)d->size * N * C * sizeof(float), "encoder rows of every rank");
+        d->tokens_all = gpt2c_mem_alloc(m->k, (size_t)d->size * N * sizeof(int32_t), "tokens of every rank");
+        if (!d->rows_all || !d->tokens_all) return GPT2C_ERR_NOMEM;
     }
     d->stats.wte_early = d->wte_early;
+    d->stats.device = device;
     GPT2C_TRY(plan(d, m));
     if (o->zero) {
         GPT2C_TRY(gpt2c_dist_zero_attach(d, m));
@@ -443,7 +495,10 @@ gpt2c_status gpt2c_dist_attach(gpt2c_dist *d, gpt2c_model *m, const gpt2c_dist_o
         if (d->rs) GPT2C_TRY(plan_reduce_scatter(d));
         d->stats.reduce_scatter = d->rs;
     }
-    if (d->opts.overlap) GPT2C_TRY(start_thread(d));
+#ifdef GPT2C_HAVE_NCCL
+    if (device) GPT2C_TRY(gpt2c_dist_nccl_attach(d)); /* no thread: NCCL runs on a stream of its own */
+#endif
+    if (d->opts.overlap && !d->nccl) GPT2C_TRY(start_thread(d));
     *dp = (gpt2c_train_dp){.rank = d->rank, .nranks = d->size, .ctx = d, .arm = arm, .reduce = reduce,
                            .update = o->zero ? gpt2c_dist_zero_update : NULL, .mean = mean};
     return GPT2C_OK;

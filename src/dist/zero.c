@@ -140,7 +140,9 @@ static uint64_t hash_floats(const float *x, size_t n) {
 }
 
 gpt2c_status gpt2c_dist_before_save(gpt2c_dist *d, gpt2c_model *m) {
-    uint64_t h = hash_floats(m->params_mem, m->slab_floats), h0 = h;
+    float *params = NULL; /* on a device backend: its host mirror, brought up to date */
+    GPT2C_TRY(gpt2c_model_params_host(m, &params));
+    uint64_t h = hash_floats(params, m->slab_floats), h0 = h;
     GPT2C_DIST_MPI(MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, d->comm));
     int bad = 0;
     const int nbad = gpt2c_dist_agree(d, h == h0, &bad);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gpt2c/quant.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
@@ -72,10 +73,11 @@ static int nchunks(long total, int step) { return (int)((total + step - 1) / ste
 #define W(id, l) infer_weight(m, GPT2C_P_##id, l)
 
 /* Parameter id's layer l as the inference reads it: its quantized form
- * (gpt2c/quant_model.h) when the model has one, else the slab's view. */
+ * (gpt2c/quant_model.h) when the model has one, else its bf16 copy in bf16
+ * precision (gpt2c/precision.h), else the slab's view. */
 static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
     const gpt2c_tensor *q = gpt2c_qweight(m, id, l);
-    return q ? *q : gpt2c_param_view(m, m->params_mem, id, l);
+    return q ? *q : gpt2c_model_weight(m, id, l);
 }
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
@@ -116,6 +118,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
     const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
+    const gpt2c_tensor bwte = gpt2c_model_weight(m, GPT2C_P_WTE, 0); /* bf16 in bf16 precision */
     gpt2c_threads_use(m->threads);
 #pragma omp parallel
     {
@@ -129,6 +132,10 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                 if (qwte) { /* a quantized embedding: dequantize the token's row */
                     float *xr = s->x + (size_t)r * C;
                     gpt2c_quant_unpack_row(qwte, tokens[r], xr);
+                    for (int i = 0; i < C; i++) xr[i] += wpe_row[i];
+                } else if (bwte.fmt == GPT2C_FMT_BF16) { /* bf16 precision: the token's row of the bf16 copy */
+                    float *xr = s->x + (size_t)r * C;
+                    gpt2c_tensor_row_f32(&bwte, tokens[r], xr);
                     for (int i = 0; i < C; i++) xr[i] += wpe_row[i];
                 } else {
                     k->encoder_forward(s->x + (size_t)r * C, tokens + r, p[GPT2C_P_WTE], wpe_row, 1, 1, C);

@@ -14,8 +14,11 @@
 int gpt2c_infer_hugepages(const gpt2c_model *m) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const uintptr_t huge = (uintptr_t)2 << 20;
-    const uintptr_t lo = ((uintptr_t)m->params_mem + huge - 1) & ~(huge - 1);
-    const uintptr_t hi = ((uintptr_t)(m->params_mem + m->slab_floats)) & ~(huge - 1);
+    /* bf16 precision: the bf16 copies are what decode streams (the fp32 ones may be given back) */
+    const char *base = m->bf16_mem ? (const char *)m->bf16_mem : (const char *)m->params_mem;
+    const size_t bytes = m->slab_floats * (m->bf16_mem ? sizeof(uint16_t) : sizeof(float));
+    const uintptr_t lo = ((uintptr_t)base + huge - 1) & ~(huge - 1);
+    const uintptr_t hi = ((uintptr_t)(base + bytes)) & ~(huge - 1);
     if (!m->params_mem || (m->k && m->k->dev_alloc) || hi <= lo) return 0; /* not host memory */
     (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #ifndef MADV_COLLAPSE

@@ -1,6 +1,7 @@
 /* GPT-2 backward: the forward's ops in reverse.  Parameter gradients
  * accumulate (+=) into m->grads; activation gradients reuse a few buffers. */
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
@@ -10,7 +11,7 @@
 /* one layer's parameter, its gradient, and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
 #define G(id, l) (m->trainable[GPT2C_P_##id] ? gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l) : NULL) /* NULL: frozen */
-#define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
+#define W(id, l) gpt2c_model_weight(m, GPT2C_P_##id, l) /* the bf16 copy in bf16 precision */
 /* a matmul's backward on k, or on ref when k does not take the weight's format */
 #define MATMUL_BWD(dinp, dw, db, dout, inp, w, N, IC, OC)                                                              \
     GPT2C_KERNELS_FOR(k, matmul_backward, &(w))->matmul_backward(dinp, dw, db, dout, inp, &(w), N, IC, OC)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
@@ -13,7 +14,7 @@
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter (or the tensor, for non-layer ones), and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
-#define W(id, l) gpt2c_param_view(m, m->params_mem, GPT2C_P_##id, l)
+#define W(id, l) gpt2c_model_weight(m, GPT2C_P_##id, l) /* the bf16 copy in bf16 precision */
 /* a matmul on k, or on ref when k does not take the weight's format */
 #define MATMUL(out, inp, w, bias, N, IC, OC)                                                                           \
     GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC)
@@ -48,6 +49,9 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
 gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                       const gpt2c_loss *custom, float *loss) {
     const gpt2c_config *c = &m->cfg;
+    if (m->fp32_released)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "forward: the fp32 weights were given back for bf16 inference");
+    if (m->bf16_mem && m->bf16_stale) gpt2c_model_refresh_bf16(m, 1); /* master weights written since */
     gpt2c_threads_use(m->threads);
     if (!m->acts || B > m->B || T > m->T) GPT2C_TRY(gpt2c_model_prepare(m, B, T));
     const int N = B * T, C = c->channels, L = c->num_layers, NH = c->num_heads;

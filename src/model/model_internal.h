@@ -53,6 +53,11 @@ struct gpt2c_model {
     int B, T; /* shape the activations are planned for */
     int have_targets;
     float mean_loss;
+    /* bf16 precision (gpt2c/precision.h): bf16 copies of the matmul weights at
+     * the same element offsets as params_mem (NULL: fp32 precision) */
+    uint16_t *bf16_mem;
+    int bf16_stale;    /* master weights written since the copies were made */
+    int fp32_released; /* inference only: the fp32 copies of those weights were given back */
 };
 
 #endif

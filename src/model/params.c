@@ -178,6 +178,7 @@ void gpt2c_model_free(gpt2c_model *m) {
         gpt2c_free(m->params_mem);
     }
     gpt2c_free(m->params_host);
+    gpt2c_free(m->bf16_mem);
     free(m);
 }
 
@@ -209,6 +210,9 @@ static gpt2c_status move_slabs(gpt2c_model *m, const gpt2c_kernels *k) {
 }
 
 gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const gpt2c_kernels *k) {
+    if (m->bf16_mem && !GPT2C_KERNELS_TAKES(k, matmul_forward, GPT2C_FMT_BF16))
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend %s: it has no bf16 GEMM and the model computes in bf16",
+                          k->name);
     if (k->dev_alloc != m->k->dev_alloc) {
         /* another memory: activations are dropped and re-planned there */
         int B = m->B, T = m->T, had = m->acts != NULL;
@@ -275,6 +279,7 @@ void gpt2c_model_slab_host_free(const float *slab, const float *host) {
 }
 
 gpt2c_status gpt2c_model_params_upload(gpt2c_model *m) {
+    m->bf16_stale = 1; /* the bf16 copies (if any) follow at the next forward */
     if (!m->params_host) return GPT2C_OK;
     return gpt2c_mem_upload(m->k, m->params_mem, m->params_host, m->slab_floats * sizeof(float));
 }
@@ -305,6 +310,7 @@ void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
         default: memset(p, 0, n * sizeof(float)); break; /* biases */
         }
     }
+    m->bf16_stale = 1;
     /* device backend: send the host mirror (an error latches until the next device_check) */
     if (m->params_host) (void)gpt2c_model_params_upload(m);
 }

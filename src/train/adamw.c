@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
 #include "model/model_internal.h"
@@ -63,5 +64,6 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
      * zero, so zeroing every trainable tensor zeroes the slab */
     if (k->adamw_zero_grad) m->grads_zero = 1;
     else gpt2c_model_zero_grad(m);
+    gpt2c_model_refresh_bf16(m, 0); /* bf16 precision: the copies follow the updated weights */
     return k->device_check ? k->device_check() : GPT2C_OK;
 }

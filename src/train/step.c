@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/precision.h"
 #include "model/model_internal.h"
 
 static void mark(gpt2c_model *m, const gpt2c_step_hooks *h, gpt2c_phase ph) {
@@ -65,8 +66,10 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
                           "nothing is saved (the last checkpoint written is kept)",
                           c->step, loss_mean);
     mark(m, &c->hooks, GPT2C_PHASE_OPTIMIZER);
-    if (dp && dp->update) GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, c->lr, &st.norm));
-    else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, c->lr, &st.norm));
+    if (dp && dp->update) {
+        GPT2C_TRY(dp->update(dp->ctx, m, &c->adamw, c->lr, &st.norm));
+        gpt2c_model_refresh_bf16(m, 0); /* bf16 precision: the copies follow the gathered weights */
+    } else GPT2C_TRY(gpt2c_model_update(m, &c->adamw, c->lr, &st.norm));
     if (!isfinite(st.norm))
         return gpt2c_fail(GPT2C_ERR_RANGE,
                           "step %d: the gradient norm is %g (non-finite): training stopped; nothing is saved (the "

@@ -9,6 +9,7 @@
 #include "gpt2c/quant.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/infer_bf16.h"
 #include "kernels/ref/ref.h"
 
 /* The inference kernels follow the cpu backend's ISA choice (CPUID, or
@@ -58,11 +59,15 @@ static int dequant_range(const gpt2c_tensor *w, int o0, int o1) {
 
 #endif
 
-/* f32 weights, and the block-quantized ones through the fused
- * dequantize-and-multiply kernels of src/quant (the table's formats mask
- * says so; others, bf16 here, go to ref) */
+/* f32 weights, bf16 ones (infer_bf16.h), and the block-quantized ones
+ * through the fused dequantize-and-multiply kernels of src/quant (the
+ * table's formats mask says so) */
 static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                    int IC, int OC, int act, int o0, int o1) {
+    if (wt->fmt == GPT2C_FMT_BF16) {
+        gpt2c_cpu_matmul_bf16_range(out, inp, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
+        return;
+    }
     if (gpt2c_format_is_quantized(wt->fmt)) {
 #if defined(__x86_64__)
         if (use_avx512 && N >= QUANT_GEMM_ROWS && dequant_range(wt, o0, o1)) {
@@ -111,7 +116,7 @@ void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
     k->formats.matmul_infer_range |=
-        GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4);
+        GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4) | GPT2C_FMT_BIT(GPT2C_FMT_BF16);
     k->kv_write = cpu_kv_write;
     k->attention_kv_range = cpu_attention_kv_range;
 }

@@ -25,9 +25,9 @@
 #define HS_MAX 128
 #define DPL (HS_MAX / 32) /* head dims per lane */
 
-extern "C" size_t cuda_attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
+extern "C" size_t gpt2c_cuda_attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 /* backward scratch: D = rowsum(dout * out) per (b, h, t) */
-extern "C" size_t cuda_attention_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
+extern "C" size_t gpt2c_cuda_attention_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 
 /* Loads rows [r0, r0+TILE) of one q/k/v section of head h into dst (TILE x ld),
  * zero past T.  `sec` is 0 (q), 1 (k) or 2 (v); src is this batch's (T,3C). */
@@ -38,7 +38,7 @@ __device__ inline void load_tile(float *dst, int ld, const float *src, int r0, i
     }
 }
 
-__global__ void flash_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH, float scale) {
+static __global__ void flash_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH, float scale) {
     extern __shared__ float sm[];
     const int hs = C / NH, ld = hs + 1; /* +1: lane j reading row j hits distinct banks */
     float *Ks = sm, *Vs = Ks + TILE * ld, *Qs = Vs + TILE * hs;
@@ -90,7 +90,7 @@ __global__ void flash_forward_kernel(float *out, float *lse, const float *qkv, i
 }
 
 /* D[bh, t] = dout_t . out_t  (one warp per row) */
-__global__ void flash_backward_dot_kernel(float *D, const float *dout, const float *out, int B, int T, int C, int NH) {
+static __global__ void flash_backward_dot_kernel(float *D, const float *dout, const float *out, int B, int T, int C, int NH) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int t = blockIdx.x * WARPS + warp, bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
     if (t >= T) return;
@@ -102,7 +102,7 @@ __global__ void flash_backward_dot_kernel(float *D, const float *dout, const flo
 }
 
 /* dQ: one warp per query row t, looping over key tiles j0 <= t */
-__global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
+static __global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                          const float *D, int T, int C, int NH, float scale) {
     extern __shared__ float sm[];
     const int hs = C / NH, ld = hs + 1;
@@ -158,7 +158,7 @@ __global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, const f
 }
 
 /* dK, dV: one warp per key row j, looping over query tiles that reach j */
-__global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
+static __global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                           const float *D, int T, int C, int NH, float scale) {
     extern __shared__ float sm[];
     const int hs = C / NH, ld = hs + 1;
@@ -225,26 +225,26 @@ __global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout, const 
 
 static int check_shape(int C, int NH, const char *what) {
     if (NH > 0 && C % NH == 0 && C / NH <= HS_MAX) return 1;
-    cuda_latch_msg(what, "head size must divide C and be at most 128");
+    gpt2c_cuda_latch_msg(what, "head size must divide C and be at most 128");
     return 0;
 }
 
-extern "C" void cuda_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
+extern "C" void gpt2c_cuda_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || !check_shape(C, NH, "attention_forward")) return;
     const int hs = C / NH;
     const size_t smem = sizeof(float) * ((size_t)TILE * (hs + 1) + (size_t)TILE * hs + (size_t)WARPS * hs);
-    flash_forward_kernel<<<dim3(cdiv(T, WARPS), B * NH), 32 * WARPS, smem, cuda_stream()>>>(
+    flash_forward_kernel<<<dim3(cdiv(T, WARPS), B * NH), 32 * WARPS, smem, gpt2c_cuda_stream()>>>(
         out, state, qkv, T, C, NH, (float)(1.0 / sqrt((double)hs)));
     CUDA_LAUNCHED("attention_forward");
 }
 
-extern "C" void cuda_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+extern "C" void gpt2c_cuda_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
                                         const float *out, const float *state, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || !check_shape(C, NH, "attention_backward")) return;
     const int hs = C / NH;
     const float scale = (float)(1.0 / sqrt((double)hs));
     const dim3 grid(cdiv(T, WARPS), B * NH);
-    cudaStream_t s = cuda_stream();
+    cudaStream_t s = gpt2c_cuda_stream();
     flash_backward_dot_kernel<<<grid, 32 * WARPS, 0, s>>>(scratch, dout, out, B, T, C, NH);
     const size_t smem_dq = sizeof(float) * (2 * (size_t)TILE * (hs + 1) + 2 * (size_t)WARPS * hs);
     flash_backward_dq_kernel<<<grid, 32 * WARPS, smem_dq, s>>>(dqkv, dout, qkv, state, scratch, T, C, NH, scale);

@@ -8,7 +8,7 @@
 static const gpt2c_kernels CUDA = {
     .name = "cuda",
     .isa = "sm_90",
-#define CUDA_ENTRY(ret, name, params, args) .name = cuda_##name,
+#define CUDA_ENTRY(ret, name, params, args) .name = gpt2c_cuda_##name,
     GPT2C_OPS_DEVICE_REQUIRED(CUDA_ENTRY)
 #undef CUDA_ENTRY
 };

@@ -1,6 +1,6 @@
 /* Shared by the .cu files of the cuda backend: the stream every op runs on,
  * error latching (ops return void: the first failure is remembered and
- * reported by cuda_device_check), a growable scratch workspace, and small
+ * reported by gpt2c_cuda_device_check), a growable scratch workspace, and small
  * warp / block reduction helpers. */
 #ifndef GPT2C_CUDA_COMMON_CUH
 #define GPT2C_CUDA_COMMON_CUH
@@ -10,21 +10,21 @@
 
 #include "kernels/cuda/cuda_ops.h"
 
-/* the backend's stream (created by cuda_device_init) */
-cudaStream_t cuda_stream(void);
+/* the backend's stream (created by gpt2c_cuda_device_init) */
+cudaStream_t gpt2c_cuda_stream(void);
 /* Remembers the first error (what = the op or call that failed). */
-void cuda_latch(cudaError_t e, const char *what);
-void cuda_latch_msg(const char *what, const char *msg);
+void gpt2c_cuda_latch(cudaError_t e, const char *what);
+void gpt2c_cuda_latch_msg(const char *what, const char *msg);
 /* After a launch: latches a launch error (cheap, does not wait). */
-#define CUDA_LAUNCHED(what) cuda_latch(cudaGetLastError(), what)
+#define CUDA_LAUNCHED(what) gpt2c_cuda_latch(cudaGetLastError(), what)
 
 /* Scratch for one op at a time (ops run in stream order, so consecutive ops
  * may reuse it).  Grows by reallocation, which only happens while shapes are
  * new (the first step); NULL (error latched) on failure. */
-void *cuda_scratch(size_t bytes);
+void *gpt2c_cuda_scratch(size_t bytes);
 /* cuBLASLt workspace and handle (opaque here, typed in cuda_matmul.cu) */
-void *cuda_lt_handle(void);
-void *cuda_lt_workspace(size_t *bytes);
+void *gpt2c_cuda_lt_handle(void);
+void *gpt2c_cuda_lt_workspace(size_t *bytes);
 
 static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
@@ -60,6 +60,6 @@ template <typename F> __device__ inline F block_max(F v, F *sh) {
 /* Deterministic column sums: out[c] += sum_n in[n*C + c] over n in [0,N),
  * in two fixed-order passes (row chunks, then the chunks).  Used by the bias
  * gradient and layernorm's db. */
-void cuda_colsum_accumulate(float *out, const float *in, int N, int C);
+void gpt2c_cuda_colsum_accumulate(float *out, const float *in, int N, int C);
 
 #endif

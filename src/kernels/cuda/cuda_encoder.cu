@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 
-__global__ void encoder_forward_kernel(float *out, const int32_t *tokens, const float *wte, const float *wpe, int T,
+static __global__ void encoder_forward_kernel(float *out, const int32_t *tokens, const float *wte, const float *wpe, int T,
                                        int C, size_t total) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= total) return;
@@ -18,15 +18,15 @@ __global__ void encoder_forward_kernel(float *out, const int32_t *tokens, const 
     out[i] = wte[(size_t)tokens[n] * C + c] + wpe[(size_t)t * C + c];
 }
 
-extern "C" void cuda_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
+extern "C" void gpt2c_cuda_encoder_forward(float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
                                      int T, int C) {
     size_t total = (size_t)B * T * C;
     if (!total) return;
-    encoder_forward_kernel<<<cdiv(total, 256), 256, 0, cuda_stream()>>>(out, tokens, wte, wpe, T, C, total);
+    encoder_forward_kernel<<<cdiv(total, 256), 256, 0, gpt2c_cuda_stream()>>>(out, tokens, wte, wpe, T, C, total);
     CUDA_LAUNCHED("encoder_forward");
 }
 
-__global__ void dwpe_kernel(float *dwpe, const float *dout, int B, int T, int C) {
+static __global__ void dwpe_kernel(float *dwpe, const float *dout, int B, int T, int C) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (size_t)T * C) return;
     float acc = dwpe[i];
@@ -35,13 +35,13 @@ __global__ void dwpe_kernel(float *dwpe, const float *dout, int B, int T, int C)
 }
 
 /* key = token << 32 | position; padding keys (beyond N) are all ones */
-__global__ void make_keys(uint64_t *keys, const int32_t *tokens, int N, int P) {
+static __global__ void make_keys(uint64_t *keys, const int32_t *tokens, int N, int P) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < P) keys[i] = i < N ? ((uint64_t)(uint32_t)tokens[i] << 32) | (uint32_t)i : ~0ull;
 }
 
 /* one compare-exchange step (k, j) of the bitonic network over P = 2^p keys */
-__global__ void bitonic_step(uint64_t *keys, int j, int k, int P) {
+static __global__ void bitonic_step(uint64_t *keys, int j, int k, int P) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int l = i ^ j;
     if (i >= P || l <= i) return;
@@ -55,7 +55,7 @@ __global__ void bitonic_step(uint64_t *keys, int j, int k, int P) {
 
 /* Block s owns the run of equal tokens starting at sorted index s (if one
  * starts there); threads stride over channels. */
-__global__ void dwte_runs(float *dwte, const float *dout, const uint64_t *keys, int N, int C) {
+static __global__ void dwte_runs(float *dwte, const float *dout, const uint64_t *keys, int N, int C) {
     int s = blockIdx.x;
     uint32_t tok = (uint32_t)(keys[s] >> 32);
     if (s > 0 && (uint32_t)(keys[s - 1] >> 32) == tok) return;
@@ -69,11 +69,11 @@ __global__ void dwte_runs(float *dwte, const float *dout, const uint64_t *keys, 
     }
 }
 
-extern "C" void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T,
+extern "C" void gpt2c_cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B, int T,
                                       int C) {
     const int N = B * T;
     if (N <= 0) return;
-    cudaStream_t st = cuda_stream();
+    cudaStream_t st = gpt2c_cuda_stream();
     /* a NULL gradient (a frozen tensor) is skipped */
     if (dwpe) dwpe_kernel<<<cdiv((size_t)T * C, 256), 256, 0, st>>>(dwpe, dout, B, T, C);
     if (!dwte) {
@@ -82,7 +82,7 @@ extern "C" void cuda_encoder_backward(float *dwte, float *dwpe, const float *dou
     }
     int P = 1;
     while (P < N) P <<= 1;
-    uint64_t *keys = (uint64_t *)cuda_scratch(sizeof(uint64_t) * (size_t)P);
+    uint64_t *keys = (uint64_t *)gpt2c_cuda_scratch(sizeof(uint64_t) * (size_t)P);
     if (!keys) return;
     make_keys<<<cdiv(P, 256), 256, 0, st>>>(keys, tokens, N, P);
     for (int k = 2; k <= P; k <<= 1)

@@ -9,7 +9,7 @@
 
 /* If a2 != NULL: residual = a + a2 is written first and normalised (the
  * fused residual + layernorm); otherwise x = a. */
-__global__ void ln_forward_kernel(float *out, float *mean, float *rstd, float *residual, const float *a,
+static __global__ void ln_forward_kernel(float *out, float *mean, float *rstd, float *residual, const float *a,
                                   const float *a2, const float *w, const float *b, int N, int C) {
     const int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     if (row >= N) return;
@@ -35,24 +35,24 @@ __global__ void ln_forward_kernel(float *out, float *mean, float *rstd, float *r
     }
 }
 
-extern "C" void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+extern "C" void gpt2c_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                        const float *b, int N, int C) {
     if (N <= 0) return;
-    ln_forward_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, cuda_stream()>>>(out, mean, rstd, NULL, inp,
+    ln_forward_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, gpt2c_cuda_stream()>>>(out, mean, rstd, NULL, inp,
                                                                                           NULL, w, b, N, C);
     CUDA_LAUNCHED("layernorm_forward");
 }
 
-extern "C" void cuda_residual_layernorm_forward(float *residual, float *out, float *mean, float *rstd, const float *a,
+extern "C" void gpt2c_cuda_residual_layernorm_forward(float *residual, float *out, float *mean, float *rstd, const float *a,
                                                 const float *b, const float *w, const float *bias, int N, int C) {
     if (N <= 0) return;
-    ln_forward_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, cuda_stream()>>>(out, mean, rstd, residual, a,
+    ln_forward_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, gpt2c_cuda_stream()>>>(out, mean, rstd, residual, a,
                                                                                           b, w, bias, N, C);
     CUDA_LAUNCHED("residual_layernorm_forward");
 }
 
 /* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dout * w */
-__global__ void ln_backward_dx_kernel(float *dinp, const float *dout, const float *inp, const float *w,
+static __global__ void ln_backward_dx_kernel(float *dinp, const float *dout, const float *inp, const float *w,
                                       const float *mean, const float *rstd, int N, int C) {
     const int lane = threadIdx.x & 31, row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     if (row >= N) return;
@@ -74,7 +74,7 @@ __global__ void ln_backward_dx_kernel(float *dinp, const float *dout, const floa
 
 /* Pass 1 of dw, db: block (x: 128 columns, y: a chunk of LN_ROWS rows). */
 #define LN_ROWS 256
-__global__ void ln_backward_dwdb_chunks(double *part, const float *dout, const float *inp, const float *mean,
+static __global__ void ln_backward_dwdb_chunks(double *part, const float *dout, const float *inp, const float *mean,
                                         const float *rstd, int N, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
@@ -89,7 +89,7 @@ __global__ void ln_backward_dwdb_chunks(double *part, const float *dout, const f
     part[(size_t)blockIdx.y * 2 * C + C + c] = db;
 }
 
-__global__ void ln_backward_dwdb_finish(float *dw, float *db, const double *part, int nchunks, int C) {
+static __global__ void ln_backward_dwdb_finish(float *dw, float *db, const double *part, int nchunks, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     double sw = 0, sb = 0;
@@ -101,17 +101,17 @@ __global__ void ln_backward_dwdb_finish(float *dw, float *db, const double *part
     if (db) db[c] += (float)sb;
 }
 
-extern "C" void cuda_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+extern "C" void gpt2c_cuda_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                         const float *w, const float *mean, const float *rstd, int N, int C) {
     if (N <= 0) return;
-    cudaStream_t s = cuda_stream();
+    cudaStream_t s = gpt2c_cuda_stream();
     ln_backward_dx_kernel<<<cdiv(N, ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
     if (!dw && !db) {
         CUDA_LAUNCHED("layernorm_backward");
         return;
     }
     const int nchunks = (int)cdiv(N, LN_ROWS);
-    double *part = (double *)cuda_scratch(sizeof(double) * 2 * (size_t)nchunks * C);
+    double *part = (double *)gpt2c_cuda_scratch(sizeof(double) * 2 * (size_t)nchunks * C);
     if (!part) return;
     ln_backward_dwdb_chunks<<<dim3(cdiv(C, 128), nchunks), 128, 0, s>>>(part, dout, inp, mean, rstd, N, C);
     ln_backward_dwdb_finish<<<cdiv(C, 128), 128, 0, s>>>(dw, db, part, nchunks, C);

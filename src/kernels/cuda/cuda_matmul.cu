@@ -14,7 +14,7 @@
 
 static cublasComputeType_t g_compute = CUBLAS_COMPUTE_32F;
 
-extern "C" void cuda_set_matmul_tf32(int on) { g_compute = on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
+extern "C" void gpt2c_cuda_set_matmul_tf32(int on) { g_compute = on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
 
 /* largest power of two (<= 256) dividing the address: cuBLASLt assumes 256
  * unless told, and our per-layer slices are only 4-byte aligned in general */
@@ -26,7 +26,7 @@ static uint32_t align_of(const void *p) {
 
 static int lt_ok(cublasStatus_t s, const char *what) {
     if (s == CUBLAS_STATUS_SUCCESS) return 1;
-    cuda_latch_msg(what, cublasLtGetStatusString(s));
+    gpt2c_cuda_latch_msg(what, cublasLtGetStatusString(s));
     return 0;
 }
 
@@ -34,12 +34,12 @@ static int lt_ok(cublasStatus_t s, const char *what) {
 static void lt_gemm(const char *what, cublasOperation_t opa, cublasOperation_t opb, int m, int n, int k, const float *A,
                     int lda, const float *B, int ldb, float *C, int ldc, float beta, const float *bias) {
     if (m <= 0 || n <= 0) return;
-    cublasLtHandle_t h = (cublasLtHandle_t)cuda_lt_handle();
+    cublasLtHandle_t h = (cublasLtHandle_t)gpt2c_cuda_lt_handle();
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     size_t ws_bytes;
-    void *ws = cuda_lt_workspace(&ws_bytes);
+    void *ws = gpt2c_cuda_lt_workspace(&ws_bytes);
     const float alpha = 1.0f;
     if (!lt_ok(cublasLtMatmulDescCreate(&op, g_compute, CUDA_R_32F), what)) return;
     lt_ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what);
@@ -66,10 +66,10 @@ static void lt_gemm(const char *what, cublasOperation_t opa, cublasOperation_t o
         cublasLtMatmulHeuristicResult_t heur;
         int found = 0;
         if (lt_ok(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &heur, &found), what) && found == 0)
-            cuda_latch_msg(what, "cuBLASLt found no algorithm for this shape / alignment");
+            gpt2c_cuda_latch_msg(what, "cuBLASLt found no algorithm for this shape / alignment");
         if (found > 0)
             lt_ok(cublasLtMatmul(h, op, &alpha, A, la, B, lb, &beta, C, lc, C, lc, &heur.algo, ws, ws_bytes,
-                                 cuda_stream()),
+                                 gpt2c_cuda_stream()),
                   what);
     }
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
@@ -80,30 +80,30 @@ static void lt_gemm(const char *what, cublasOperation_t opa, cublasOperation_t o
 }
 
 /* out (N,OC) += bias, for bias pointers the epilogue cannot take */
-__global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
+static __global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < (size_t)N * OC) out[i] += bias[i % OC];
 }
 
 /* f32 weights only (the table's formats mask says so) */
-extern "C" void cuda_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
+extern "C" void gpt2c_cuda_matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                     int IC, int OC) {
     const float *w = (const float *)wt->data;
     /* the bias epilogue wants an aligned vector; otherwise a separate add */
     const int epi = bias && ((uintptr_t)bias % 16) == 0;
     lt_gemm("matmul_forward", CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, w, IC, inp, IC, out, OC, 0.0f, epi ? bias : NULL);
     if (bias && !epi) {
-        add_bias_kernel<<<cdiv((size_t)N * OC, 256), 256, 0, cuda_stream()>>>(out, bias, N, OC);
+        add_bias_kernel<<<cdiv((size_t)N * OC, 256), 256, 0, gpt2c_cuda_stream()>>>(out, bias, N, OC);
         CUDA_LAUNCHED("matmul_forward bias");
     }
 }
 
-extern "C" void cuda_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+extern "C" void gpt2c_cuda_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                                      const gpt2c_tensor *wt, int N, int IC, int OC) {
     const float *w = (const float *)wt->data;
     if (dinp) lt_gemm("matmul_backward dinp", CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, w, IC, dout, OC, dinp, IC, 0.0f, NULL);
     if (dw) lt_gemm("matmul_backward dw", CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, inp, IC, dout, OC, dw, IC, 1.0f, NULL);
-    if (dbias) cuda_colsum_accumulate(dbias, dout, N, OC);
+    if (dbias) gpt2c_cuda_colsum_accumulate(dbias, dout, N, OC);
 }
 
 /* ---- deterministic column sums ------------------------------------------
@@ -112,7 +112,7 @@ extern "C" void cuda_matmul_backward(float *dinp, float *dw, float *dbias, const
  * the chunks in order.  The grid depends only on (N, C): same bits every run. */
 #define COLSUM_ROWS 256
 
-__global__ void colsum_chunks(float *part, const float *in, int N, int C) {
+static __global__ void colsum_chunks(float *part, const float *in, int N, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     int n0 = blockIdx.y * COLSUM_ROWS, n1 = min(N, n0 + COLSUM_ROWS);
@@ -121,7 +121,7 @@ __global__ void colsum_chunks(float *part, const float *in, int N, int C) {
     part[(size_t)blockIdx.y * C + c] = acc;
 }
 
-__global__ void colsum_finish(float *out, const float *part, int nchunks, int C) {
+static __global__ void colsum_finish(float *out, const float *part, int nchunks, int C) {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     double acc = 0.0;
@@ -129,12 +129,12 @@ __global__ void colsum_finish(float *out, const float *part, int nchunks, int C)
     out[c] += (float)acc;
 }
 
-void cuda_colsum_accumulate(float *out, const float *in, int N, int C) {
+void gpt2c_cuda_colsum_accumulate(float *out, const float *in, int N, int C) {
     if (N <= 0 || C <= 0) return;
     const int nchunks = (int)cdiv((size_t)N, COLSUM_ROWS);
-    float *part = (float *)cuda_scratch(sizeof(float) * (size_t)nchunks * C);
+    float *part = (float *)gpt2c_cuda_scratch(sizeof(float) * (size_t)nchunks * C);
     if (!part) return;
-    colsum_chunks<<<dim3(cdiv((size_t)C, 256), nchunks), 256, 0, cuda_stream()>>>(part, in, N, C);
-    colsum_finish<<<cdiv((size_t)C, 256), 256, 0, cuda_stream()>>>(out, part, nchunks, C);
+    colsum_chunks<<<dim3(cdiv((size_t)C, 256), nchunks), 256, 0, gpt2c_cuda_stream()>>>(part, in, N, C);
+    colsum_finish<<<cdiv((size_t)C, 256), 256, 0, gpt2c_cuda_stream()>>>(out, part, nchunks, C);
     CUDA_LAUNCHED("column sum");
 }

@@ -20,12 +20,19 @@ extern "C" {
  * time in profiler scopes, NVTX, peaks), cuda_encoder.cu, cuda_layernorm.cu,
  * cuda_matmul.cu, cuda_attention.cu (flash attention, state = log-sum-exp
  * (B,NH,T)), cuda_pointwise.cu, cuda_xent.cu, cuda_optim.cu. */
-#define GPT2C_CUDA_DECLARE(ret, name, params, args) ret cuda_##name params;
+#define GPT2C_CUDA_DECLARE(ret, name, params, args) ret gpt2c_cuda_##name params;
 GPT2C_OPS_DEVICE_REQUIRED(GPT2C_CUDA_DECLARE)
 #undef GPT2C_CUDA_DECLARE
 
+/* cuda_runtime.cu: the backend's stream (a cudaStream_t), for NCCL to order
+ * its collectives after the ops (src/dist/nccl.c); and the device this process
+ * uses, chosen before the backend starts (its index modulo the device count;
+ * default 0): ranks on one machine take its GPUs in turn */
+void *gpt2c_cuda_stream_handle(void);
+void gpt2c_cuda_select_device(int index);
+
 /* cuda_matmul.cu: matmul precision, 0 = fp32 (default), 1 = tf32 tensor cores */
-void cuda_set_matmul_tf32(int on);
+void gpt2c_cuda_set_matmul_tf32(int on);
 
 #ifdef __cplusplus
 }

@@ -30,8 +30,8 @@ static int on_gpu(const gpt2c_prof_event *e) { return e->op != GPT2C_OP_DATA_LOA
 
 /* records `ref` with the stream drained, so its GPU time is "now" on the host */
 static gpt2c_status set_ref(prof_state *s) {
-    cudaError_t e = cudaStreamSynchronize(cuda_stream());
-    if (e == cudaSuccess) e = cudaEventRecord(s->ref, cuda_stream());
+    cudaError_t e = cudaStreamSynchronize(gpt2c_cuda_stream());
+    if (e == cudaSuccess) e = cudaEventRecord(s->ref, gpt2c_cuda_stream());
     if (e == cudaSuccess) e = cudaEventSynchronize(s->ref);
     s->ref_ns = gpt2c_now_ns();
     if (e != cudaSuccess) return gpt2c_fail(GPT2C_ERR_IO, "profiler (cuda): %s", cudaGetErrorString(e));
@@ -45,22 +45,22 @@ static void on_begin(gpt2c_profiler *p, gpt2c_prof_event *e) {
     if (!on_gpu(e) || i >= s->cap) return;
     if (!s->ev[2 * i]) {
         if (cudaEventCreate(&s->ev[2 * i]) != cudaSuccess || cudaEventCreate(&s->ev[2 * i + 1]) != cudaSuccess) {
-            cuda_latch(cudaGetLastError(), "profiler events");
+            gpt2c_cuda_latch(cudaGetLastError(), "profiler events");
             return;
         }
     }
-    cuda_latch(cudaEventRecord(s->ev[2 * i], cuda_stream()), "profiler");
+    gpt2c_cuda_latch(cudaEventRecord(s->ev[2 * i], gpt2c_cuda_stream()), "profiler");
     s->recorded[i] = 1;
 }
 
 static void on_end(gpt2c_profiler *p, gpt2c_prof_event *e) {
     prof_state *s = (prof_state *)p->ext;
     size_t i = (size_t)(e - p->events);
-    if (on_gpu(e) && i < s->cap && s->recorded[i]) cuda_latch(cudaEventRecord(s->ev[2 * i + 1], cuda_stream()), "profiler");
+    if (on_gpu(e) && i < s->cap && s->recorded[i]) gpt2c_cuda_latch(cudaEventRecord(s->ev[2 * i + 1], gpt2c_cuda_stream()), "profiler");
     nvtxRangePop();
 }
 
-extern "C" void cuda_prof_detach(gpt2c_profiler *p) {
+extern "C" void gpt2c_cuda_prof_detach(gpt2c_profiler *p) {
     if (p->on_begin != on_begin) return;
     prof_state *s = (prof_state *)p->ext;
     for (size_t i = 0; i < 2 * s->cap; i++)
@@ -73,7 +73,7 @@ extern "C" void cuda_prof_detach(gpt2c_profiler *p) {
     p->on_begin = p->on_end = NULL;
 }
 
-extern "C" gpt2c_status cuda_prof_attach(gpt2c_profiler *p) {
+extern "C" gpt2c_status gpt2c_cuda_prof_attach(gpt2c_profiler *p) {
     if (p->on_begin == on_begin) return GPT2C_OK;
     if (p->on_begin || p->on_end || p->ext)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "profiler: GPU timing cannot attach: the profiler's hooks are in use");
@@ -93,14 +93,14 @@ extern "C" gpt2c_status cuda_prof_attach(gpt2c_profiler *p) {
     p->on_begin = on_begin;
     p->on_end = on_end;
     gpt2c_status st = set_ref(s);
-    if (st != GPT2C_OK) cuda_prof_detach(p);
+    if (st != GPT2C_OK) gpt2c_cuda_prof_detach(p);
     return st;
 }
 
-extern "C" gpt2c_status cuda_prof_resolve(gpt2c_profiler *p) {
+extern "C" gpt2c_status gpt2c_cuda_prof_resolve(gpt2c_profiler *p) {
     if (p->on_begin != on_begin) return gpt2c_fail(GPT2C_ERR_ARG, "profiler: GPU timing is not attached");
     prof_state *s = (prof_state *)p->ext;
-    cudaError_t e = cudaStreamSynchronize(cuda_stream());
+    cudaError_t e = cudaStreamSynchronize(gpt2c_cuda_stream());
     if (e != cudaSuccess) return gpt2c_fail(GPT2C_ERR_IO, "profiler (cuda): %s", cudaGetErrorString(e));
     for (size_t i = 0; i < p->n && i < s->cap; i++) {
         gpt2c_prof_event *ev = &p->events[i];
@@ -132,7 +132,7 @@ static void per_sm_rates(int major, int minor, double *fp32, double *bf16) {
     else *bf16 = 0;
 }
 
-extern "C" gpt2c_status cuda_device_peaks(gpt2c_device_peaks *out) {
+extern "C" gpt2c_status gpt2c_cuda_device_peaks(gpt2c_device_peaks *out) {
     memset(out, 0, sizeof *out);
     int dev = 0, sms = 0, clk_khz = 0, memclk_khz = 0, bus_bits = 0;
     cudaDeviceProp prop;

@@ -13,24 +13,27 @@ static const size_t LT_WS_BYTES = (size_t)32 << 20;
 static void *g_scratch;
 static size_t g_scratch_bytes;
 static int g_ready;
+static int g_device_hint; /* gpt2c_cuda_select_device: this process's device, modulo the count */
 static char g_err[256];
 
-cudaStream_t cuda_stream(void) { return g_stream; }
-void *cuda_lt_handle(void) { return (void *)g_lt; }
-void *cuda_lt_workspace(size_t *bytes) {
+cudaStream_t gpt2c_cuda_stream(void) { return g_stream; }
+extern "C" void *gpt2c_cuda_stream_handle(void) { return (void *)g_stream; }
+extern "C" void gpt2c_cuda_select_device(int index) { g_device_hint = index < 0 ? 0 : index; }
+void *gpt2c_cuda_lt_handle(void) { return (void *)g_lt; }
+void *gpt2c_cuda_lt_workspace(size_t *bytes) {
     *bytes = LT_WS_BYTES;
     return g_lt_ws;
 }
 
-void cuda_latch_msg(const char *what, const char *msg) {
+void gpt2c_cuda_latch_msg(const char *what, const char *msg) {
     if (!g_err[0]) snprintf(g_err, sizeof g_err, "%s: %s", what, msg);
 }
-void cuda_latch(cudaError_t e, const char *what) {
-    if (e != cudaSuccess) cuda_latch_msg(what, cudaGetErrorString(e));
+void gpt2c_cuda_latch(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) gpt2c_cuda_latch_msg(what, cudaGetErrorString(e));
 }
 
-gpt2c_status cuda_device_check(void) {
-    cuda_latch(cudaGetLastError(), "cuda");
+gpt2c_status gpt2c_cuda_device_check(void) {
+    gpt2c_cuda_latch(cudaGetLastError(), "cuda");
     if (!g_err[0]) return GPT2C_OK;
     gpt2c_status st = gpt2c_fail(GPT2C_ERR_IO, "backend 'cuda': %s", g_err);
     g_err[0] = 0;
@@ -39,9 +42,9 @@ gpt2c_status cuda_device_check(void) {
 
 /* An empty kernel: if the binary has no image for this GPU, launching it
  * says so at selection rather than at the first op. */
-__global__ void probe_kernel(void) {}
+static __global__ void probe_kernel(void) {}
 
-gpt2c_status cuda_device_init(void) {
+gpt2c_status gpt2c_cuda_device_init(void) {
     if (g_ready) return GPT2C_OK;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -51,8 +54,9 @@ gpt2c_status cuda_device_init(void) {
     if (n == 0)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': no CUDA device available (cudaGetDeviceCount: 0 devices)");
     cudaDeviceProp prop;
-    if ((e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess || (e = cudaSetDevice(0)) != cudaSuccess)
-        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': device 0: %s", cudaGetErrorString(e));
+    const int dev = g_device_hint % n;
+    if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess || (e = cudaSetDevice(dev)) != cudaSuccess)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': device %d: %s", dev, cudaGetErrorString(e));
     probe_kernel<<<1, 1>>>();
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaDeviceSynchronize()) != cudaSuccess)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
@@ -70,7 +74,7 @@ gpt2c_status cuda_device_init(void) {
     return GPT2C_OK;
 }
 
-void *cuda_dev_alloc(size_t bytes, const char *what) {
+void *gpt2c_cuda_dev_alloc(size_t bytes, const char *what) {
     void *p = NULL;
     size_t rounded = bytes ? bytes : 256;
     cudaError_t e = cudaMalloc(&p, rounded);
@@ -88,21 +92,21 @@ void *cuda_dev_alloc(size_t bytes, const char *what) {
     return p;
 }
 
-void cuda_dev_free(void *p) {
-    if (p) cuda_latch(cudaFree(p), "cudaFree");
+void gpt2c_cuda_dev_free(void *p) {
+    if (p) gpt2c_cuda_latch(cudaFree(p), "cudaFree");
 }
 
-gpt2c_status cuda_memcpy_h2d(void *dst, const void *src, size_t bytes) {
+gpt2c_status gpt2c_cuda_memcpy_h2d(void *dst, const void *src, size_t bytes) {
     /* from pageable memory this returns once src has been staged */
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream);
     if (e != cudaSuccess) {
-        cuda_latch(e, "upload");
+        gpt2c_cuda_latch(e, "upload");
         return gpt2c_fail(GPT2C_ERR_IO, "backend 'cuda': upload of %zu bytes: %s", bytes, cudaGetErrorString(e));
     }
     return GPT2C_OK;
 }
 
-gpt2c_status cuda_memcpy_d2h(void *dst, const void *src, size_t bytes) {
+gpt2c_status gpt2c_cuda_memcpy_d2h(void *dst, const void *src, size_t bytes) {
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(g_stream);
     if (e != cudaSuccess)
@@ -110,7 +114,7 @@ gpt2c_status cuda_memcpy_d2h(void *dst, const void *src, size_t bytes) {
     return GPT2C_OK;
 }
 
-void *cuda_scratch(size_t bytes) {
+void *gpt2c_cuda_scratch(size_t bytes) {
     if (bytes <= g_scratch_bytes) return g_scratch;
     if (g_scratch) cudaFree(g_scratch); /* waits for the device: only while shapes are new */
     g_scratch = NULL;
@@ -119,7 +123,7 @@ void *cuda_scratch(size_t bytes) {
     cudaError_t e = cudaMalloc(&g_scratch, want);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        cuda_latch(e, "scratch workspace");
+        gpt2c_cuda_latch(e, "scratch workspace");
         g_scratch = NULL;
         return NULL;
     }

@@ -1,0 +1,96 @@
+/* bf16 inference matmul of the cpu backend (infer_bf16.h): rounding of the
+ * input rows, the portable matrix-vector product, and the dispatch between
+ * it, its vdpbf16ps twin and the bf16 GEMM. */
+#include "kernels/cpu/infer_bf16.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2c/cpu.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/kernels.h"
+
+static int round32(int n) { return (n + 31) / 32 * 32; }
+
+void gpt2c_cpu_bf16_round_rows(uint16_t *dst, int ld, const float *x, int N, int IC) {
+    const int pad = round32(IC);
+    for (int n = 0; n < N; n++) {
+        uint16_t *d = dst + (size_t)n * ld;
+        const float *s = x + (size_t)n * IC;
+        for (int i = 0; i < IC; i++) d[i] = gpt2c_bf16_from_f32(s[i]);
+        for (int i = IC; i < pad; i++) d[i] = 0;
+    }
+}
+
+/* the lanes summed by halves, then the bias */
+static float lanes_sum(float a[16], const float *bias, int o) {
+    for (int h = 8; h >= 1; h /= 2)
+        for (int j = 0; j < h; j++) a[j] += a[j + h];
+    return bias ? a[0] + bias[o] : a[0];
+}
+
+void gpt2c_cpu_bf16_gemv_portable(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N,
+                                  int IC, int OC, int o0, int o1) {
+    const int chunks = round32(IC) / 32;
+    for (int o = o0; o < o1; o++) {
+        const uint16_t *wr = w + (size_t)o * IC;
+        for (int n = 0; n < N; n++) {
+            const uint16_t *xr = xb + (size_t)n * ld;
+            float acc[16] = {0};
+            for (int c = 0; c < chunks; c++)
+                for (int j = 0; j < 16; j++) {
+                    const int p = 32 * c + 2 * j;
+                    const float w0 = p < IC ? gpt2c_bf16_to_f32(wr[p]) : 0.0f;
+                    const float w1 = p + 1 < IC ? gpt2c_bf16_to_f32(wr[p + 1]) : 0.0f;
+                    acc[j] += gpt2c_bf16_to_f32(xr[p + 1]) * w1; /* exact product, one rounded add */
+                    acc[j] += gpt2c_bf16_to_f32(xr[p]) * w0;
+                }
+            out[(size_t)n * OC + o] = lanes_sum(acc, bias, o);
+        }
+    }
+}
+
+/* The rounded input rows (per thread, grown when needed, kept). */
+static _Thread_local uint16_t *tl_xb;
+static _Thread_local size_t tl_xcap;
+
+static int has_dp = -1; /* AVX512_BF16 and the AVX-512 ISA in effect */
+
+void gpt2c_cpu_matmul_bf16_range(float *out, const float *inp, const uint16_t *w, const float *bias, int N, int IC,
+                                 int OC, int act, int o0, int o1) {
+    if (o1 <= o0 || N <= 0) return;
+    const gpt2c_isa isa = gpt2c_cpu_isa();
+    if (N >= GPT2C_BF16_GEMM_ROWS) { /* prefill: the bf16 GEMM on this range's weight rows */
+        const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
+        gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
+                                 bias ? bias + o0 : NULL, 0);
+    } else {
+        const int ld = round32(IC);
+        const size_t need = (size_t)N * ld;
+        if (need > tl_xcap) {
+            free(tl_xb);
+            tl_xb = aligned_alloc(64, (need * sizeof(uint16_t) + 63) / 64 * 64);
+            tl_xcap = tl_xb ? need : 0;
+        }
+        if (!tl_xb) { /* no memory for the rounded rows: the GEMM needs none beyond its own buffers */
+            const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
+            gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
+                                     bias ? bias + o0 : NULL, 0);
+        } else {
+            gpt2c_cpu_bf16_round_rows(tl_xb, ld, inp, N, IC);
+            if (has_dp < 0) has_dp = gpt2c_cpu_has_avx512bf16();
+#if defined(__x86_64__)
+            if (has_dp && isa == GPT2C_ISA_AVX512)
+                gpt2c_cpu_bf16_gemv_avx512bf16(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
+            else
+#endif
+                gpt2c_cpu_bf16_gemv_portable(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
+        }
+    }
+    if (act == GPT2C_ACT_GELU) {
+        const gpt2c_kernels *k = gpt2c_cpu_ops_current();
+        for (int n = 0; n < N; n++) k->gelu_forward(out + (size_t)n * OC + o0, out + (size_t)n * OC + o0, (size_t)(o1 - o0));
+    }
+}
