@@ -57,7 +57,8 @@ bad "sparsity -0.5" "outside \[0, 1)" "${B[@]}" --sparsity -0.5
 bad "2:4 at 0.8" "2:4 pattern prunes exactly 0.5" "${B[@]}" --sparsity 0.8 --pattern 2:4
 bad "unknown pattern" "unknown pattern" "${B[@]}" --sparsity 0.5 --pattern 4:8
 bad "unknown scope" "unknown scope" "${B[@]}" --sparsity 0.5 --scope row
-bad "unknown target" "unknown target" "${B[@]}" --sparsity 0.5 --target lora
+bad "unknown target" "unknown target" "${B[@]}" --sparsity 0.5 --target biases
+bad "--target lora without --adapter" "needs --adapter" "${B[@]}" --sparsity 0.5 --target lora
 bad "unknown method" "unknown method" "${B[@]}" --sparsity 0.5 --method l2
 bad "no sparsity" "--sparsity is required" "${B[@]}"
 bad "no --out" "--out is required" prune --model "$F/base.safetensors" --sparsity 0.5

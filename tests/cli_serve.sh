@@ -111,7 +111,7 @@ kill -TERM "$SPID"; wait "$SPID"; SPID=""
 # bad options: one line each
 expect_error "--quant unknown" "--quant" "$G" serve "${M[@]}" --port 0 --quant q5
 expect_error "--precision outside the list" "--precision 'fp16'" "$G" serve "${M[@]}" --port 0 --precision fp16
-expect_error "--adapter (not in this build)" "not available" "$G" serve "${M[@]}" --port 0 --adapter "$W"
+expect_error "--adapter: a directory without an adapter" "adapter_config.json" "$G" serve "${M[@]}" --port 0 --adapter "$W"
 expect_error "--host not numeric" "--host" "$G" serve "${M[@]}" --host example.org --port 0
 expect_error "--port out of range" "--port" "$G" serve "${M[@]}" --port 70000
 expect_error "--ctx beyond the model" "--ctx" "$G" serve "${M[@]}" --port 0 --ctx 4096

@@ -164,6 +164,16 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *opt, floa
  * LoRA and pruning train a subset.  A frozen tensor's gradient is zero. */
 gpt2c_status gpt2c_model_set_trainable(gpt2c_model *m, int id, int trainable);
 
+/* Bytes each of the model's slabs holds now (0: not allocated): for memory tables. */
+typedef struct gpt2c_model_bytes {
+    size_t params;        /* the parameter slab (fp32 slices of quantized weights given back to the OS not counted) */
+    size_t quantized;     /* quantized weights (codes + scales) */
+    size_t grads, moments;
+    size_t acts, acts_backward;
+    size_t lora_params, lora_state, lora_acts; /* adapters: A and B; their gradients + AdamW moments; activations */
+} gpt2c_model_bytes;
+gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m);
+
 /* Allocates the AdamW moments (zeroed) if not yet there. */
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m);
 gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m);

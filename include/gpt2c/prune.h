@@ -34,6 +34,15 @@ int gpt2c_prune_is_target(int id);
 gpt2c_status gpt2c_prune_model(gpt2c_model *m, double sparsity, gpt2c_prune_scope scope, gpt2c_prune_pattern pattern,
                                size_t *zeros);
 
+/* Prunes m's LoRA adapters (gpt2c/lora.h) instead: the targets are every A
+ * (r, in) and B (out, r) matrix; global: one threshold over all of them,
+ * layer: each matrix on its own; 2:4 groups run along each matrix's input
+ * dimension (in for A, r for B: the rank must be a multiple of 4).  *zeros
+ * and *numel (may be NULL) get the zeros among the adapter weights after, and
+ * their number. */
+gpt2c_status gpt2c_prune_lora(gpt2c_model *m, double sparsity, gpt2c_prune_scope scope, gpt2c_prune_pattern pattern,
+                              size_t *zeros, size_t *numel);
+
 /* Zeros among the target weights of m: per tensor and layer (zeros of
  * gpt2c_param_slice(m, ..., id, layer)) or all of them (id -1). */
 gpt2c_status gpt2c_prune_count_zeros(const gpt2c_model *m, int id, int layer, size_t *zeros, size_t *numel);

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/infer_common.h"
+#include "cli/lora_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
 #include "gpt2c/precision.h"
@@ -43,7 +44,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *precision = "fp32";
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *precision = "fp32", *adapter = NULL;
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0, no_peak = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -57,6 +58,7 @@ int bench_generate(int argc, char **argv) {
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "no read-bandwidth figure (gpt2c_peak_get; else cached or measured once)", 0, 0},
         QUANT_ARG_OPT(quant),
+        ADAPTER_ARG_OPT(adapter),
         PRECISION_ARG_OPT(precision),
     };
     int rc = cli_parse("bench generate", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -66,7 +68,8 @@ int bench_generate(int argc, char **argv) {
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
     const int nthreads = gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply("bench generate", quant, model, m, 1) || precision_arg_apply("bench generate", precision, m, 1)) {
+    if (quant_arg_apply("bench generate", quant, model, m, 1) || precision_arg_apply("bench generate", precision, m, 1) ||
+        adapter_arg_apply("bench generate", adapter, m)) {
         gpt2c_model_free(m);
         return 1;
     }

@@ -10,10 +10,13 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "cli/lora_arg.h"
+#include "cli/quant_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
+#include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "gpt2c/train.h"
@@ -72,7 +75,8 @@ typedef struct {
 } result;
 
 static int run_bench(const char *what, int forward_only, int argc, char **argv) {
-    const char *model = "gpt2", *backends = "cpu", *isa = "auto", *precisions = "fp32";
+    const char *model = "gpt2", *backends = "cpu", *isa = "auto", *precisions = "fp32", *adapter = NULL, *quant = NULL;
+    lora_arg la = LORA_ARG_DEFAULTS;
     int B = 4, T = 64, steps = 10, warmup = 2, json = 0;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -86,9 +90,16 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precisions, "compute precision fp32|bf16, or both interleaved: fp32,bf16", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+        LORA_ARG_OPTS(la),
+        ADAPTER_ARG_OPT(adapter),
+        {"--quant", CLI_STR, &quant, "with --lora-rank or --adapter (QLoRA): quantize the frozen base: q8|q4|nf4", 0, 0},
     };
     int rc = cli_parse(what, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
+    if ((rc = lora_arg_check(what, &la))) return rc;
+    if (la.rank && adapter) return cli_error(what, "--lora-rank and --adapter: give one (fresh adapters or saved ones)");
+    if (quant && !la.rank && !adapter)
+        return cli_error(what, "--quant %s: a quantized base runs here only under adapters (--lora-rank or --adapter)", quant);
     gpt2c_format precs[2];
     int nprec = 0;
     char plist[64];
@@ -107,6 +118,12 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     gpt2c_model *m = NULL;
     if (gpt2c_model_create(&cfg, &m) != GPT2C_OK) return cli_fail_status(what);
     gpt2c_model_init_random(m, 1337);
+    if (quant_arg_apply(what, quant, model, m, 1) || adapter_arg_apply(what, adapter, m) ||
+        (la.rank && lora_arg_attach(what, &la, m, 1337))) {
+        gpt2c_model_free(m);
+        return 1;
+    }
+    if (gpt2c_model_lora(m) && la.rank) gpt2c_lora_set_training(gpt2c_model_lora(m), 1);
     const int N = B * T;
     int32_t *tok = malloc(sizeof(int32_t) * (N + 1));
     double *ms = malloc(sizeof(double) * steps * 4);
@@ -220,12 +237,26 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                        i ? "," : "", o->backend, gpt2c_precision_name(o->prec), o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
                        one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms);
         }
-        if (json) printf("]}\n");
-        else
+        /* what the run held: peak RSS of the process and the bytes of each slab */
+        const gpt2c_model_bytes mb = gpt2c_model_memory(m);
+        const double MiB = 1048576.0, rss = (double)gpt2c_peak_rss_bytes();
+        if (json)
+            printf("],\"lora_rank\":%d,\"quant\":\"%s\",\"peak_rss_bytes\":%.0f,\"bytes\":{\"params\":%zu,\"quantized\":%zu,"
+                   "\"grads\":%zu,\"moments\":%zu,\"acts\":%zu,\"acts_backward\":%zu,\"lora_params\":%zu,"
+                   "\"lora_state\":%zu,\"lora_acts\":%zu}}\n",
+                   gpt2c_model_lora(m) ? gpt2c_lora_config(gpt2c_model_lora(m))->rank : 0, quant ? quant : "f32", rss,
+                   mb.params, mb.quantized, mb.grads, mb.moments, mb.acts, mb.acts_backward, mb.lora_params,
+                   mb.lora_state, mb.lora_acts);
+        else {
             printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count (/bf16 rows: of the bf16 GEMM's\n"
                    "   ceiling, vdpbf16ps where the CPU has it); cpu_ms: process CPU time per\n"
                    "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
                    gpt2c_isa_name(gpt2c_cpu_isa()));
+            printf("  memory: peak RSS %.1f MiB; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "
+                   "moments %.1f, activations %.1f + backward %.1f, LoRA %.2f (+ grads/moments %.2f, activations %.2f)\n",
+                   rss / MiB, mb.params / MiB, mb.quantized / MiB, mb.grads / MiB, mb.moments / MiB, mb.acts / MiB,
+                   mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
+        }
     }
     free(ms);
     free(tok);

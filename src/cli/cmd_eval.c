@@ -5,6 +5,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/model_arg.h"
+#include "cli/lora_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
 #include "cli/run_arg.h"
@@ -14,7 +15,7 @@
 
 int cmd_eval(int argc, char **argv) {
     model_arg ma = {0};
-    const char *data = NULL, *backend = "cpu", *quant = NULL, *precision = "fp32";
+    const char *data = NULL, *backend = "cpu", *quant = NULL, *precision = "fp32", *adapter = NULL;
     int B = 4, T = 64, batches = 0, threads = 0;
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
@@ -25,6 +26,7 @@ int cmd_eval(int argc, char **argv) {
         THREADS_ARG_OPT_STD(threads),
         BACKEND_ARG_OPT_STD(backend),
         QUANT_ARG_OPT(quant),
+        ADAPTER_ARG_OPT(adapter),
         PRECISION_ARG_OPT(precision),
     };
     int rc = cli_parse("eval", argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -36,7 +38,7 @@ int cmd_eval(int argc, char **argv) {
     int loaded;
     if ((rc = model_arg_make("eval", &ma, 1337, &m, &loaded))) return rc;
     gpt2c_model_set_threads(m, threads);
-    if ((rc = quant_arg_apply("eval", quant, ma.model, m, 0))) {
+    if ((rc = quant_arg_apply("eval", quant, ma.model, m, 0)) || (rc = adapter_arg_apply("eval", adapter, m))) {
         gpt2c_model_free(m);
         return rc;
     }

@@ -21,11 +21,11 @@
 static void sizes(pipe_ctx *p) {
     if (p->quick) {
         *p = (pipe_ctx){.t_layers = 4, .t_heads = 4, .t_embd = 128, .s_layers = 2, .s_heads = 2, .s_embd = 64,
-                        .batch = 8, .seq = 64, .teacher_steps = 150, .distill_steps = 150,
+                        .batch = 8, .seq = 64, .teacher_steps = 150, .distill_steps = 150, .lora_steps = 50,
                         .bench = {.fwd_batch = 4, .prompt = 16, .gen_tokens = 48, .ppl_seqs = 16}, .quick = 1};
     } else {
         *p = (pipe_ctx){.t_layers = 6, .t_heads = 6, .t_embd = 384, .s_layers = 3, .s_heads = 6, .s_embd = 192,
-                        .batch = 8, .seq = 128, .teacher_steps = 400, .distill_steps = 400,
+                        .batch = 8, .seq = 128, .teacher_steps = 400, .distill_steps = 400, .lora_steps = 100,
                         .bench = {.fwd_batch = 8, .prompt = 32, .gen_tokens = 96, .ppl_seqs = 64}};
     }
     p->lr = 3e-3;
@@ -34,6 +34,12 @@ static void sizes(pipe_ctx *p) {
     p->trials = 3;
     p->seed = 1337;
     p->vocab = 50257;
+}
+
+/* what --out receives: the report's files, the distilled student and its adapter directory */
+static int pipe_output_name(const char *base, const void *user) {
+    return cli_profile_output_name(base, user) || strcmp(base, "student.safetensors") == 0 ||
+           strcmp(base, "student_merged.safetensors") == 0 || strcmp(base, "adapter") == 0;
 }
 
 static void pipe_free(pipe_ctx *p) {
@@ -51,7 +57,7 @@ int cmd_pipeline(int argc, char **argv) {
     cli_opt opts[] = {
         {"--data", CLI_STR, &p->data, "training token shards (a file or a glob), as train's", 0, 0},
         {"--val-data", CLI_STR, &p->val_data, "validation token shards: perplexity and the speed runs' tokens", 0, 0},
-        {"--out", CLI_STR, &p->out, "output folder: pipeline.md, pipeline.json, report.html (created if absent)", 0, 0},
+        {"--out", CLI_STR, &p->out, "output folder: pipeline.md, pipeline.json, report.html, the models (student*.safetensors, adapter/; created if absent)", 0, 0},
         {"--quick", CLI_FLAG, &p->quick, "small sizes that run in a few minutes on 2 cores", 0, 0},
         {"--trials", CLI_INT, &p->trials, "timed trials per stage: mean +- std (default 3)", 1, PIPE_MAX_TRIALS},
         {"--teacher", CLI_STR, &p->teacher_path, "the baseline: load this fp32 checkpoint instead of training a teacher", 0, 0},
@@ -64,6 +70,7 @@ int cmd_pipeline(int argc, char **argv) {
         {"--student-embd", CLI_INT, &p->s_embd, "student: channels", 1, 65536},
         {"--teacher-steps", CLI_INT, &p->teacher_steps, "teacher training steps", 1, 1 << 30},
         {"--distill-steps", CLI_INT, &p->distill_steps, "distillation steps", 1, 1 << 30},
+        {"--lora-steps", CLI_INT, &p->lora_steps, "LoRA fine-tuning steps (QLoRA: a fifth of them)", 1, 1 << 30},
         {"--batch", CLI_INT, &p->batch, "training batch", 1, 1 << 16},
         {"--seq", CLI_INT, &p->seq, "sequence length (training, forward runs, perplexity)", 2, 1 << 16},
         {"--lr", CLI_FLOAT, &p->lr, "peak learning rate, cosine schedule (default 3e-3)", 0, 10},
@@ -87,7 +94,7 @@ int cmd_pipeline(int argc, char **argv) {
     p->bench.train_batch = p->batch;
     p->bench.min_ms = 200;
     const cli_path ins[] = {{"--data", p->data}, {"--val-data", p->val_data}, {"--teacher", p->teacher_path}};
-    if ((rc = cli_check_output_names("pipeline", "--out", p->out, cli_profile_output_name, NULL, ins, CLI_NOPTS(ins))))
+    if ((rc = cli_check_output_names("pipeline", "--out", p->out, pipe_output_name, NULL, ins, CLI_NOPTS(ins))))
         return rc;
     if (mkdir(p->out, 0755) != 0 && !gpt2c_is_dir(p->out))
         return cli_error("pipeline", "--out: %s: cannot create the folder", p->out);

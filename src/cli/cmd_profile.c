@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "gpt2c/cpu.h"
+#include "cli/lora_arg.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/precision_arg.h"
@@ -120,7 +121,7 @@ static gpt2c_status measure_overhead(gpt2c_model *m, run_ctx *r, int rounds, dou
 }
 
 int cmd_profile(int argc, char **argv) {
-    const char *out = NULL, *backends = "cpu", *precision = "fp32";
+    const char *out = NULL, *backends = "cpu", *precision = "fp32", *adapter = NULL;
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16;
@@ -148,6 +149,7 @@ int cmd_profile(int argc, char **argv) {
          "profile inference instead of training: a step = prefill --seq tokens for --batch sequences + --decode steps", 0, 0},
         {"--decode", CLI_INT, &decode, "with --infer: decode steps per profiled step [16]", 0, 1 << 20},
         QUANT_ARG_OPT(quant),
+        ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -186,8 +188,9 @@ int cmd_profile(int argc, char **argv) {
     int loaded = 0;
     if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &m, &loaded))) return rc;
     /* --quant, or a quantized checkpoint: its inference is profiled (quantized bases are not trained) */
-    if (quant || gpt2c_model_qweights(m)) infer = 1;
-    if (quant_arg_apply(CMD, quant, model, m, 1)) {
+    /* with --adapter a quantized base is trained (QLoRA): its training steps are profiled */
+    if ((quant || gpt2c_model_qweights(m)) && !adapter) infer = 1;
+    if (quant_arg_apply(CMD, quant, model, m, 1) || adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         return 1;
     }

@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/infer_common.h"
+#include "cli/lora_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
 #include "cli/run_arg.h"
@@ -42,15 +43,14 @@ int cmd_serve(int argc, char **argv) {
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
         QUANT_ARG_OPT(quant),
         PRECISION_ARG_OPT(precision),
-        {"--adapter", CLI_STR, &adapter, "LoRA adapter directory (not available in this build)", 0, 0},
+        ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
     if ((rc = precision_arg_check(CMD, precision, backend))) return rc;
-    if (adapter) return cli_error(CMD, "--adapter: not available in this build (LoRA adapters have not landed)");
 #ifndef GPT2C_HAVE_SERVE
     (void)model, (void)vocab, (void)host, (void)backend, (void)name, (void)port, (void)threads, (void)max_batch;
-    (void)slots, (void)ctx, (void)chunk, (void)max_queue, (void)hugepages, (void)max_body, (void)quant;
+    (void)slots, (void)ctx, (void)chunk, (void)max_queue, (void)hugepages, (void)max_body, (void)quant, (void)adapter;
     return cli_error(CMD, "this build has no HTTP support (built without libmicrohttpd or jansson: install "
                           "libmicrohttpd-dev and libjansson-dev, then rebuild)");
 #else
@@ -65,7 +65,8 @@ int cmd_serve(int argc, char **argv) {
         gpt2c_tokenizer_free(tok);
         return cli_fail_status(CMD);
     }
-    if (quant_arg_apply(CMD, quant, model, m, 1) || precision_arg_apply(CMD, precision, m, 1)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || precision_arg_apply(CMD, precision, m, 1) ||
+        adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         gpt2c_tokenizer_free(tok);
         return 1;

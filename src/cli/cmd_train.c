@@ -11,14 +11,17 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/lora_arg.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
+#include "cli/quant_arg.h"
 #include "cli/precision_arg.h"
 #include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/dist.h"
 #include "gpt2c/fileio.h"
 #include "gpt2c/io.h"
+#include "gpt2c/lora.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/prune.h"
 #include "gpt2c/quant_model.h"
@@ -45,6 +48,8 @@ typedef struct {
     int rank, nranks;            /* data parallel: only rank 0 prints, logs and saves */
     gpt2c_dist *dist;            /* NULL: one process (or built without MPI) */
     int shared_failure;          /* every rank knows the run failed (no abort needed) */
+    int lora;                    /* LoRA: --save writes a PEFT adapter directory */
+    const char *base_model;      /* the adapter's base (adapter_config.json) */
 } train_ui;
 
 static void on_event(const gpt2c_train_event *ev, void *user) {
@@ -128,7 +133,9 @@ static gpt2c_status save_checkpoint(gpt2c_model *m, int steps_done, const gpt2c_
         {"gpt2c.data.cursor", cursor},  {"gpt2c.seed", seed},        {"gpt2c.data.shuffle", shuffle},
         {"gpt2c.data.global_batch", gbatch},
     };
-    if (ui->save_dir)
+    if (ui->lora)
+        GPT2C_TRY(gpt2c_peft_save(m, path, ui->base_model, meta, (int)(sizeof meta / sizeof meta[0]), 1));
+    else if (ui->save_dir)
         GPT2C_TRY(gpt2c_model_save_dir(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1, ui->vocab_dir));
     else
         GPT2C_TRY(gpt2c_model_save(m, path, meta, (int)(sizeof meta / sizeof meta[0]), 1));
@@ -186,6 +193,34 @@ static int check_train_outputs(const char *save, const char *log_path, const cha
     return 0;
 }
 
+/* --save DIR under LoRA: the adapter's files may not overwrite an input (the
+ * adapter being resumed is replaced atomically: not an input here). */
+static int check_lora_outputs(const char *save, const char *log_path, const char *profile_out, const cli_path *ins,
+                              int nin) {
+    int rc = 0;
+    if (save) {
+        static const char *const files[] = {"adapter_model.safetensors", "adapter_config.json",
+                                            "gpt2c_optimizer.safetensors"};
+        char first[4096], path[4200];
+        expand_step(first, sizeof first, save, 0);
+        size_t n = strlen(first);
+        while (n > 1 && first[n - 1] == '/') first[--n] = 0;
+        struct stat sb;
+        if (!gpt2c_is_dir(first) && stat(first, &sb) == 0)
+            return cli_error(CMD, "--save %s: under --lora-rank --save names a directory (a PEFT adapter), and %s is a file",
+                             save, first);
+        for (int i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", first, files[i]);
+            if ((rc = cli_check_output_file(CMD, "--save", path, ins, nin - 1))) return rc;
+        }
+    }
+    if (log_path && (rc = cli_check_output_file(CMD, "--log", log_path, ins, nin))) return rc;
+    if (profile_out &&
+        (rc = cli_check_output_names(CMD, "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
+        return rc;
+    return 0;
+}
+
 /* Reads the trainer state a checkpoint saved: steps done, data position, and
  * the seed and shuffle setting that order the data (a resumed run must use
  * the same ones: given on the command line, they must agree). */
@@ -197,7 +232,10 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, l
                          fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
     char in_dir[4096];
-    if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
+    if (gpt2c_peft_is_adapter_dir(path)) { /* a LoRA adapter written by --lora-rank --save DIR */
+        snprintf(in_dir, sizeof in_dir, "%s/adapter_model.safetensors", path);
+        path = in_dir;
+    } else if (gpt2c_is_dir(path)) { /* a directory written by --save DIR/ */
         snprintf(in_dir, sizeof in_dir, "%s/model.safetensors", path);
         path = in_dir;
     }
@@ -267,13 +305,16 @@ static void train_free(train_job *J) {
 static int train_setup(int argc, char **argv, train_job *J) {
     model_arg ma = {0};
     const char *data = NULL, *val_data = NULL, *save = NULL, *resume = NULL, *log_path = NULL, *schedule = "constant";
-    const char *backend = "cpu", *profile_out = NULL, *precision = "fp32";
+    const char *backend = "cpu", *profile_out = NULL, *precision = "fp32", *quant = NULL;
+    lora_arg la = LORA_ARG_DEFAULTS;
     int B = 4, T = 64, steps = 50, warmup = 0, accum = 1, eval_every = 20, eval_batches = 10, threads = 0;
     int save_every = 0, decay_all = 0, shuffle = 0, zero = 0, overlap = 1, keep_sparsity = 0;
     long long seed = 1337;
     double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1, clip = 1.0, min_lr_frac = 0.0;
     cli_opt opts[] = {
         MODEL_ARG_OPTS(ma),
+        LORA_ARG_OPTS(la),
+        {"--quant", CLI_STR, &quant, "with --lora-rank (QLoRA): quantize the frozen base on load: q8|q4|nf4", 0, 0},
         {"--data", CLI_STR, &data, "training shards: a file or a glob", 0, 0},
         {"--val-data", CLI_STR, &val_data, "validation shards", 0, 0},
         BATCH_ARG_OPT(B, "batch size B per process (default 4; under mpirun the global batch is N x B x accum)", CLI_BATCH_MAX),
@@ -354,23 +395,39 @@ static int train_setup(int argc, char **argv, train_job *J) {
     if (strcmp(schedule, "constant") == 0) cfg->schedule = GPT2C_SCHED_CONSTANT;
     else if (strcmp(schedule, "cosine") == 0) cfg->schedule = GPT2C_SCHED_COSINE;
     else return cli_error(CMD, "--schedule: expected constant or cosine, got '%s'", schedule);
-    if (resume && ma.model) return cli_error(CMD, "--resume and %s are exclusive: the checkpoint is the model", mopt);
+    if ((rc = lora_arg_check(CMD, &la))) return rc;
+    /* --resume of a LoRA adapter directory: the base comes from --model */
+    const int lora_resume = resume && gpt2c_peft_is_adapter_dir(resume);
+    if (lora_resume && !ma.model)
+        return cli_error(CMD, "--resume %s is a LoRA adapter: give its base model with --model", resume);
+    if (resume && ma.model && !lora_resume)
+        return cli_error(CMD, "--resume and %s are exclusive: the checkpoint is the model", mopt);
+    if (lora_resume && la.rank)
+        return cli_error(CMD, "--lora-rank: resuming the adapter %s, whose adapter_config.json sets the rank", resume);
+    ui->lora = la.rank > 0 || lora_resume;
+    ui->base_model = ma.model;
+    if (quant && !ui->lora) return cli_error(CMD, "--quant %s: a quantized base trains only adapters: add --lora-rank", quant);
+    if (ui->lora && keep_sparsity) return cli_error(CMD, "--keep-sparsity: under LoRA the base is frozen (prune the adapters with gpt2c prune --target lora)");
+    if (ui->lora && ui->nranks > 1) return cli_error(CMD, "--lora-rank: LoRA trains in one process (not under mpirun)");
 
     /* before any work: no output over an input, and a usable --save */
     const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {mopt, ma.model}, {"--vocab", ma.vocab},
                                {ext ? ext->input_opt : NULL, ext && ext->input_path ? *ext->input_path : NULL},
                                {"--resume", resume}}; /* --resume last (see the check) */
-    if ((rc = check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs)))) return rc;
+    if ((rc = ui->lora ? check_lora_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs))
+                       : check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs))))
+        return rc;
     /* fail on an unwritable save path now, not after hours of training */
     size_t save_len = save ? strlen(save) : 0;
-    int save_dir = save && (save[save_len - 1] == '/' || gpt2c_is_dir(save));
+    int save_dir = save && (ui->lora || save[save_len - 1] == '/' || gpt2c_is_dir(save));
     if (save && ui->rank == 0) {
         char first[4096];
         expand_step(first, sizeof first, save, 0);
         if (save_dir) { /* probe DIR/model.safetensors if DIR exists, else DIR's parent */
             size_t n = strlen(first);
             while (n > 1 && first[n - 1] == '/') first[--n] = 0;
-            if (gpt2c_is_dir(first)) snprintf(first + n, sizeof first - n, "/model.safetensors");
+            if (gpt2c_is_dir(first))
+                snprintf(first + n, sizeof first - n, ui->lora ? "/adapter_model.safetensors" : "/model.safetensors");
         }
         gpt2c_atomic probe;
         if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error(CMD, "--save: %s", gpt2c_errmsg());
@@ -379,7 +436,10 @@ static int train_setup(int argc, char **argv, train_job *J) {
 
     int loaded = 0, start_step = 0;
     gpt2c_data_pos pos = {0, 0, 0};
-    if (resume) {
+    if (lora_resume) {
+        if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
+        if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &J->m, &loaded))) return rc;
+    } else if (resume) {
         model_arg ra = ma;
         ra.model = resume;
         if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
@@ -390,10 +450,12 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_model *m = J->m;
     gpt2c_model_set_threads(m, threads);
     if (ext && ext->setup && (rc = ext->setup(ext->user, m, cfg))) return rc;
-    if (gpt2c_model_qweights(m)) /* quantized weights have no gradient: they are frozen bases */
-        return cli_error(CMD, "--model %s: the checkpoint is quantized (%s): quantized bases are frozen and train "
-                         "needs LoRA adapters on them (not available); train the fp32 checkpoint instead",
-                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
+    if ((rc = quant_arg_apply(CMD, quant, ma.model ? ma.model : "the model", m, 1))) return rc;
+    const struct gpt2c_qweights *qw = gpt2c_model_qweights(m);
+    if (qw && !ui->lora) /* quantized weights have no gradient: they are frozen bases */
+        return cli_error(CMD, "--model %s: the checkpoint is quantized (%s): quantized bases are frozen; train "
+                         "LoRA adapters on it (--lora-rank R: QLoRA) or train the fp32 checkpoint",
+                         ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(qw->fmt)->name);
     if (keep_sparsity) {
         if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status(CMD);
         cfg->keep_zero = J->keep_zero;
@@ -410,6 +472,15 @@ static int train_setup(int argc, char **argv, train_job *J) {
     J->backend = backend;
     if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option(CMD, "--backend");
     if ((rc = precision_arg_apply(CMD, precision, m, 0))) return rc;
+    if (lora_resume) {
+        if (gpt2c_peft_load(m, resume, 1, NULL, 0) != GPT2C_OK) return cli_fail_option(CMD, "--resume");
+    } else if (la.rank && (rc = lora_arg_attach(CMD, &la, m, (uint64_t)seed))) {
+        return rc;
+    }
+    if (gpt2c_model_lora(m)) { /* dropout on while training; a resumed run continues the masks where it stopped */
+        gpt2c_lora_set_training(gpt2c_model_lora(m), 1);
+        gpt2c_lora_set_dropout_seed(gpt2c_model_lora(m), (uint64_t)seed, (uint64_t)start_step * (uint64_t)accum);
+    }
     if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option(CMD, "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
@@ -457,6 +528,16 @@ static int train_setup(int argc, char **argv, train_job *J) {
         fprintf(stderr, "gpt2c %s: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
                 CMD, loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
                 gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
+        gpt2c_lora *lora = gpt2c_model_lora(m);
+        if (lora) {
+            const gpt2c_lora_cfg *lc = gpt2c_lora_config(lora);
+            char targets[128];
+            gpt2c_lora_targets_str(lc->targets, targets, sizeof targets);
+            fprintf(stderr, "gpt2c %s: LoRA rank %d, alpha %g, dropout %g on %s: %.3fM trainable parameters, base "
+                    "frozen%s%s\n", CMD, lc->rank, (double)lc->alpha, (double)lc->dropout, targets,
+                    gpt2c_lora_num_params(lora) / 1e6, qw ? " and quantized " : "",
+                    qw ? gpt2c_format_get(qw->fmt)->name : "");
+        }
         fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
                 CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
                 gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
@@ -487,6 +568,17 @@ static int print_dist(train_job *J) {
 }
 #endif
 
+/* The bytes of each slab the run holds (the memory LoRA cuts). */
+static void print_memory(const gpt2c_model *m) {
+    gpt2c_model_bytes b = gpt2c_model_memory(m);
+    const double MiB = 1048576.0;
+    fprintf(stderr,
+            "gpt2c %s: memory: parameters %.1f MiB (of which quantized weights %.1f), gradients %.1f, AdamW moments "
+            "%.1f, activations %.1f + backward %.1f, LoRA adapters %.2f (grads + moments %.2f, activations %.2f)\n",
+            CMD, b.params / MiB, b.quantized / MiB, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
+            b.lora_params / MiB, b.lora_state / MiB, b.lora_acts / MiB);
+}
+
 static int train_run(train_job *J) {
     train_ui *ui = &J->ui;
 #ifdef GPT2C_HAVE_MPI
@@ -494,9 +586,11 @@ static int train_run(train_job *J) {
 #endif
     ui->t_start = gpt2c_now_ns();
     if (gpt2c_train(J->m, &J->train, J->have_val ? &J->val : NULL, &J->cfg, ui->first_step) != GPT2C_OK) return 1;
-    if (ui->rank == 0)
+    if (ui->rank == 0) {
         fprintf(stderr, "gpt2c %s: done in %.1f s, peak RSS %.2f GiB%s\n", CMD, (gpt2c_now_ns() - ui->t_start) / 1e9,
                 gpt2c_peak_rss_bytes() / 1073741824.0, ui->nranks > 1 ? " (rank 0)" : "");
+        print_memory(J->m);
+    }
 #ifdef GPT2C_HAVE_MPI
     if (ui->dist && getenv("GPT2C_DIST_STATS")) { /* bench/mpi.sh: each rank's communication totals */
         gpt2c_dist_stats s = gpt2c_dist_get_stats(ui->dist);

@@ -16,6 +16,7 @@ static const command COMMANDS[] = {
     {"eval", cmd_eval, "mean loss and perplexity of a model on token shards"},
     {"info", cmd_info, "config, parameter count, dtype and tensors of a checkpoint"},
     {"quantize", cmd_quantize, "quantize a checkpoint's linear weights: q8, q4 or nf4"},
+    {"merge", cmd_merge, "fold a LoRA adapter (PEFT directory) into its base: W += (alpha / r) B A"},
     {"prune", cmd_prune, "magnitude-prune a checkpoint's linear weights: global/per layer, unstructured or 2:4"},
     {"convert", cmd_convert, "convert checkpoints: llm.c .bin <-> safetensors <-> Hugging Face directories"},
     {"encode", cmd_encode, "text on stdin -> GPT-2 token ids"},

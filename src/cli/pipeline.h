@@ -31,7 +31,7 @@ typedef struct {
     int vocab;
     /* sizes and schedule (set from --quick or the defaults, overridable) */
     int t_layers, t_heads, t_embd, s_layers, s_heads, s_embd, ctx;
-    int batch, seq, teacher_steps, distill_steps;
+    int batch, seq, teacher_steps, distill_steps, lora_steps;
     double lr, temperature, alpha;
     gpt2c_stage_bench bench;
     /* state */

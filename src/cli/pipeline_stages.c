@@ -9,6 +9,7 @@
 #include "cli/pipeline.h"
 #include "gpt2c/distill.h"
 #include "gpt2c/io.h"
+#include "gpt2c/lora.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 
@@ -135,27 +136,68 @@ int pipe_stage_distill(pipe_ctx *p) {
     return 0;
 }
 
-/* LoRA and adapter pruning come from issue 14's LoRA work; until its library
- * entry is in main the rows say so (nothing is faked). */
-int pipe_stage_lora(pipe_ctx *p) {
-    pipe_row *r = pipe_new_row(p, "+ LoRA (rank 8)", "fine-tune rank-8 adapters on the frozen student");
-    snprintf(r->note, sizeof r->note, "pending: LoRA training (train --lora-rank) is not in this build yet");
+/* The bytes the model's slabs hold now (after a training run: what it held while training). */
+static double held_mib(const gpt2c_model *m) {
+    const gpt2c_model_bytes b = gpt2c_model_memory(m);
+    return (double)(b.params + b.quantized + b.grads + b.moments + b.acts + b.acts_backward + b.lora_params +
+                    b.lora_state + b.lora_acts) / 1048576.0;
+}
+
+/* m saved to OUT/NAME and loaded back: a model without the training state of earlier stages */
+static int reload(pipe_ctx *p, gpt2c_model **m, const char *name) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", p->out, name);
+    if (gpt2c_model_save(*m, path, NULL, 0, 0) != GPT2C_OK) return cli_error("pipeline", "--out: %s", gpt2c_errmsg());
+    gpt2c_model_free(*m);
+    *m = NULL;
+    if (gpt2c_model_load(path, m) != GPT2C_OK) return cli_fail_status("pipeline");
+    gpt2c_model_set_threads(*m, p->threads);
     return 0;
+}
+
+/* rank-8 adapters (alpha 16) on c_attn, as seed 003, trained on the frozen student and saved as a PEFT
+ * directory; served merged into the weights (W += scale B A: the same outputs, no extra cost per token) */
+int pipe_stage_lora(pipe_ctx *p) {
+    if (reload(p, &p->student, "student.safetensors")) return 1;
+    const gpt2c_lora_cfg lc = {.rank = 8, .alpha = 16.0f, .dropout = 0.0f, .targets = 1u << GPT2C_LORA_C_ATTN};
+    if (gpt2c_lora_attach(p->student, &lc, (uint64_t)p->seed + 2) != GPT2C_OK) return cli_fail_status("pipeline");
+    gpt2c_lora_set_training(gpt2c_model_lora(p->student), 1);
+    if (train(p, p->student, p->lora_steps, NULL, "LoRA fine-tuning")) return 1;
+    gpt2c_lora_set_training(gpt2c_model_lora(p->student), 0);
+    pipe_row *r = pipe_new_row(p, "+ LoRA (rank 8)", "rank-8 adapters (alpha 16) on c_attn fine-tuned on the frozen "
+                                                     "student (training memory: LoRA's); served merged into the "
+                                                     "weights");
+    r->train_mib = held_mib(p->student);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/adapter", p->out);
+    if (gpt2c_peft_save(p->student, dir, "student.safetensors", NULL, 0, 0) != GPT2C_OK)
+        return cli_error("pipeline", "--out: %s", gpt2c_errmsg());
+    if (gpt2c_lora_merge(p->student) != GPT2C_OK) return cli_fail_status("pipeline");
+    return pipe_measure(p, p->student, r, 0);
 }
 
 int pipe_stage_prune_lora(pipe_ctx *p) {
     pipe_row *r = pipe_new_row(p, "+ prune adapters 80%", "L1-prune 80% of the adapter weights (prune --target lora)");
-    snprintf(r->note, sizeof r->note, "pending: needs the LoRA adapters (prune --target lora)");
+    snprintf(r->note, sizeof r->note, "pending: pruning the adapters (prune --target lora) is not in this build yet");
     return 0;
 }
 
+/* The student with its adapters merged, linear weights NF4 (embedding / LM head q8); its training memory is
+ * QLoRA's: fresh rank-8 adapters trained a few steps on the NF4 base (then removed) */
 int pipe_stage_nf4(pipe_ctx *p) {
-    /* the student's linear weights (and the tied embedding / LM head, q8) quantized in place; their fp32 copies go */
+    if (reload(p, &p->student, "student_merged.safetensors")) return 1; /* fp32, merged; no training state left */
     if (gpt2c_quantize_model(p->student, GPT2C_FMT_NF4, 0, 1, NULL) != GPT2C_OK) return cli_fail_status("pipeline");
     gpt2c_quant_release_fp32(p->student);
-    pipe_row *r = pipe_new_row(p, "+ NF4 weights", "linear weights NF4 (double-quantized scales; embedding / LM head "
-                                                   "q8), fused dequantize-and-multiply kernels");
-    snprintf(r->note, sizeof r->note, "training memory: QLoRA needs the LoRA adapters (pending)");
+    const gpt2c_lora_cfg lc = {.rank = 8, .alpha = 16.0f, .dropout = 0.0f, .targets = 1u << GPT2C_LORA_C_ATTN};
+    if (gpt2c_lora_attach(p->student, &lc, (uint64_t)p->seed + 3) != GPT2C_OK) return cli_fail_status("pipeline");
+    gpt2c_lora_set_training(gpt2c_model_lora(p->student), 1);
+    const int steps = p->lora_steps / 5 > 0 ? p->lora_steps / 5 : 1;
+    if (train(p, p->student, steps, NULL, "QLoRA fine-tuning")) return 1;
+    pipe_row *r = pipe_new_row(p, "+ NF4 weights", "the merged student's linear weights NF4 (double-quantized scales; "
+                                                   "embedding / LM head q8); training memory: QLoRA (rank-8 adapters "
+                                                   "on the NF4 base)");
+    r->train_mib = held_mib(p->student);
+    gpt2c_lora_detach(p->student);
     return pipe_measure(p, p->student, r, 0);
 }
 

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "gpt2c/lora.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
@@ -118,6 +119,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
     }
     const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
+    if (m->lora && !s->lora_t)
+        return gpt2c_fail(GPT2C_ERR_ARG, "inference: LoRA adapters were attached after the inference state was made");
     const gpt2c_tensor bwte = gpt2c_model_weight(m, GPT2C_P_WTE, 0); /* bf16 in bf16 precision */
     gpt2c_threads_use(m->threads);
 #pragma omp parallel
@@ -164,11 +167,45 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const int gelu = i + 1 < GPT2C_BLOCK_NSTAGES && gpt2c_block_stages[i + 1].kind == GPT2C_STAGE_GELU;
                     const gpt2c_tensor w = infer_weight(m, bs->w, l);
                     const float *bias = p[bs->b] + (size_t)l * OC;
+                    /* an unmerged LoRA adapter on this matmul (NULL: none) */
+                    const int site = m->lora ? gpt2c_lora_site_of_param(bs->w) : -1;
+                    const float *la = site >= 0 ? gpt2c_lora_A(m->lora, site, l, 0) : NULL;
                     if (gelu) out = buf[gpt2c_block_stages[++i].out];
                     STAGE(nchunks(OC, MM_CHUNK), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
                         RANGE(o0, o1, chunk, MM_CHUNK, OC);
-                        MATMUL_RANGE(out, in, w, bias, n, IC, OC, gelu ? GPT2C_ACT_GELU : GPT2C_ACT_NONE, o0, o1);
+                        MATMUL_RANGE(out, in, w, bias, n, IC, OC, gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE, o0, o1);
                     });
+                    if (la) { /* out += scale * (in A^T) B^T, then the gelu the matmul did not apply */
+                        const float *lb = gpt2c_lora_B(m->lora, site, l, 0);
+                        const int r = gpt2c_lora_config(m->lora)->rank;
+                        const float scale = gpt2c_lora_scale(m->lora);
+                        float *t = s->lora_t;
+                        STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){2.0 * n * IC * r, 4.0 * (n * IC + r * IC)}), {
+                            RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                            for (int row = r0; row < r1; row++)
+                                for (int j = 0; j < r; j++) {
+                                    const float *x = in + (size_t)row * IC, *a = la + (size_t)j * IC;
+                                    float acc = 0;
+                                    for (int c2 = 0; c2 < IC; c2++) acc += x[c2] * a[c2];
+                                    t[(size_t)row * r + j] = scale * acc;
+                                }
+                        });
+                        STAGE(nchunks(OC, MM_CHUNK), bs->op, l, ((op_cost){2.0 * n * OC * r, 4.0 * (2.0 * n * OC + r * OC)}), {
+                            RANGE(o0, o1, chunk, MM_CHUNK, OC);
+                            for (int row = 0; row < n; row++)
+                                for (int o = o0; o < o1; o++) {
+                                    const float *tr = t + (size_t)row * r, *bo = lb + (size_t)o * r;
+                                    float acc = 0;
+                                    for (int j = 0; j < r; j++) acc += tr[j] * bo[j];
+                                    out[(size_t)row * OC + o] += acc;
+                                }
+                        });
+                        if (gelu)
+                            STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_GELU, l, cost_gelu_fwd((double)n * OC), {
+                                RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                                k->gelu_forward(out + (size_t)r0 * OC, out + (size_t)r0 * OC, (size_t)(r1 - r0) * OC);
+                            });
+                    }
                     break;
                 }
                 case GPT2C_STAGE_ATTENTION: {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/lora.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/model_internal.h"
@@ -73,6 +74,11 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
     s->nctr = gpt2c_infer_block_stage_count() * (int)L + 4; /* stages of one pass: encoder, blocks, LM head (+2 spare) */
+    if (m->lora) { /* unmerged adapters: up to 3 more stages per adapted matmul (x A^T, + t B^T, gelu) */
+        s->nctr += 3 * GPT2C_LORA_NUM_SITES * (int)L;
+        s->lora_t = gpt2c_alloc(sizeof(float) * (size_t)R * gpt2c_lora_config(m->lora)->rank, "LoRA inference rows");
+        if (!s->lora_t) s->mem = (gpt2c_free(s->mem), NULL); /* reported below */
+    }
     s->ctr = gpt2c_alloc(sizeof(gpt2c_stage_ctr) * (size_t)s->nctr, "inference stage counters");
     if (!s->mem || !s->pos || !s->tok || !s->ctr) {
         gpt2c_infer_free(s);
@@ -95,6 +101,7 @@ void gpt2c_infer_free(gpt2c_infer *s) {
     gpt2c_free(s->pos);
     gpt2c_free(s->tok);
     gpt2c_free(s->ctr);
+    gpt2c_free(s->lora_t);
     gpt2c_free(s);
 }
 

@@ -38,6 +38,7 @@ struct gpt2c_infer {
     float *proj;        /* (R,C) projection outputs */
     float *fch;         /* (R,4C) gelu(fc) */
     float *logits;      /* (B,Vp) last logits of each sequence */
+    float *lora_t;      /* (R, rank) LoRA adapters: scale * x A^T of the rows in flight (NULL: none) */
     gpt2c_stage_ctr *ctr; /* (nctr) stage counters of one forward pass */
     int nctr;
 };

@@ -165,6 +165,10 @@ gpt2c_status gpt2c_hf_config_check(const gpt2c_hf_config *hc, const gpt2c_config
 static gpt2c_status write_json(json_t *root, const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    return gpt2c_io_json_write(root, path);
+}
+
+gpt2c_status gpt2c_io_json_write(json_t *root, const char *path) {
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(root);
     if (!text) return gpt2c_fail(GPT2C_ERR_NOMEM, "%s: out of memory", path);

@@ -39,6 +39,8 @@ gpt2c_status gpt2c_io_load_set(const gpt2c_st_set *s, const char *config_json, g
 /* Reads and parses the JSON file at path (duplicate keys refused); on failure a
  * one-line error names the file and the line. The caller json_decref()s *root. */
 gpt2c_status gpt2c_io_json_read(const char *path, json_t **root);
+/* Writes root (indented, keys in insertion order) to path atomically; takes root's reference. */
+gpt2c_status gpt2c_io_json_write(json_t *root, const char *path);
 #endif
 
 /* The config as safetensors metadata, as Hugging Face's GPT-2 names it

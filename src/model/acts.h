@@ -17,6 +17,10 @@ struct gpt2c_acts {
     size_t bytes; /* of the slab; pieces start 64-byte aligned */
     size_t N;           /* planned B*T: the stride of per-layer tensors */
     size_t state_floats; /* per-layer attention state */
+    /* per-layer strides (floats) of ln1, ln2 and fch_gelu: N*C (N*4C), or 0
+     * when no backward reads them (a frozen weight's input, as under LoRA):
+     * then every layer writes the same one-layer buffer */
+    size_t ln1_ls, ln2_ls, fchg_ls;
     float *encoded;                    /* (N,C) */
     float *ln1, *ln1_mean, *ln1_rstd;  /* (L,N,C), (L,N), (L,N) */
     float *qkv;                        /* (L,N,3C) */
@@ -48,5 +52,8 @@ struct gpt2c_acts {
 gpt2c_status gpt2c_acts_plan(gpt2c_acts **out, const gpt2c_model *m, int B, int T);
 gpt2c_status gpt2c_acts_plan_backward(gpt2c_acts *a, const gpt2c_model *m);
 void gpt2c_acts_free(gpt2c_acts *a);
+/* Frees m's activations (the next forward plans them again): what they keep
+ * depends on which tensors train (gpt2c_model_set_trainable, LoRA). */
+void gpt2c_acts_drop(gpt2c_model *m);
 
 #endif

@@ -1,22 +1,31 @@
 /* GPT-2 backward: the forward's ops in reverse.  Parameter gradients
  * accumulate (+=) into m->grads; activation gradients reuse a few buffers. */
+#include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "model/acts.h"
 #include "model/costs.h"
 #include "model/model_internal.h"
+#include "train/qlora.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter, its gradient, and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
 #define G(id, l) (m->trainable[GPT2C_P_##id] ? gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l) : NULL) /* NULL: frozen */
-#define W(id, l) gpt2c_model_weight(m, GPT2C_P_##id, l) /* the bf16 copy in bf16 precision */
-/* a matmul's backward on k, or on ref when k does not take the weight's format */
+#define W(id, l) gpt2c_qlora_model_weight(m, GPT2C_P_##id, l) /* bf16 copy in bf16 precision; a QLoRA base's quantized view */
+/* a matmul's backward on k, or on ref when k does not take the weight's format;
+ * through a QLoRA base's quantized (frozen) weight only the data gradient */
 #define MATMUL_BWD(dinp, dw, db, dout, inp, w, N, IC, OC)                                                              \
-    GPT2C_KERNELS_FOR(k, matmul_backward, &(w))->matmul_backward(dinp, dw, db, dout, inp, &(w), N, IC, OC)
+    (gpt2c_format_is_quantized((w).fmt)                                                                                \
+         ? gpt2c_qlora_matmul_dinp(dinp, dout, &(w), N, IC, OC)                                                        \
+         : GPT2C_KERNELS_FOR(k, matmul_backward, &(w))->matmul_backward(dinp, dw, db, dout, inp, &(w), N, IC, OC))
+/* then the site's LoRA adapter, if any: dA, dB, and its part of dinp */
+#define LORA(site, l, dinp, dout, inp, N)                                                                              \
+    (m->lora ? gpt2c_lora_backward(m, GPT2C_LORA_##site, l, dinp, dout, inp, N) : (void)0)
 
 void gpt2c_model_zero_grad(gpt2c_model *m) {
+    if (m->lora) gpt2c_lora_zero_grad(m->lora); /* small: not tracked */
     if (!m->grads_mem || m->grads_zero) return;
     gpt2c_threads_use(m->threads);
     OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)m->slab_floats), m->k->zero(m->grads_mem, m->slab_floats));
@@ -26,7 +35,7 @@ void gpt2c_model_zero_grad(gpt2c_model *m) {
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     if (!m->acts || !m->have_targets)
         return gpt2c_fail(GPT2C_ERR_ARG, "backward: needs a forward pass with targets first");
-    if (!m->grads_mem) {
+    if (!m->grads_mem) { /* none when everything is frozen (LoRA) */
         GPT2C_TRY(gpt2c_model_alloc_grads(m));
     }
     gpt2c_threads_use(m->threads);
@@ -56,27 +65,31 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
 
     for (int l = L - 1; l >= 0; l--) {
         const float *residual = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
-        const float *ln1 = a->ln1 + l * sN * C, *qkv = a->qkv + l * sN * 3 * C, *atty = a->atty + l * sN * C;
-        const float *state = a->att_state + l * S, *res2 = a->residual2 + l * sN * C, *ln2 = a->ln2 + l * sN * C;
-        const float *fch = a->fch + l * sN * 4 * C, *fch_gelu = a->fch_gelu + l * sN * 4 * C;
+        const float *ln1 = a->ln1 + l * a->ln1_ls, *qkv = a->qkv + l * sN * 3 * C, *atty = a->atty + l * sN * C;
+        const float *state = a->att_state + l * S, *res2 = a->residual2 + l * sN * C, *ln2 = a->ln2 + l * a->ln2_ls;
+        const float *fch = a->fch + l * sN * 4 * C, *fch_gelu = a->fch_gelu + l * a->fchg_ls;
         const gpt2c_tensor qkvw = W(QKVW, l), attprojw = W(ATTPROJW, l), fcw = W(FCW, l), fcprojw = W(FCPROJW, l);
 
         /* residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dres flows to both */
         OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_bwd(N, 4 * C, C, fcprojw.fmt),
-           MATMUL_BWD(a->d4c, G(FCPROJW, l), G(FCPROJB, l), a->dres, fch_gelu, fcprojw, N, 4 * C, C));
+           (MATMUL_BWD(a->d4c, G(FCPROJW, l), G(FCPROJB, l), a->dres, fch_gelu, fcprojw, N, 4 * C, C),
+            LORA(MLP_C_PROJ, l, a->d4c, a->dres, fch_gelu, N)));
         OP(GPT2C_OP_GELU, l, cost_gelu_bwd((double)N * 4 * C), k->gelu_backward(a->d4c, fch, a->d4c, (size_t)N * 4 * C));
         OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_bwd(N, C, 4 * C, fcw.fmt),
-           MATMUL_BWD(a->dbuf, G(FCW, l), G(FCB, l), a->d4c, ln2, fcw, N, C, 4 * C));
+           (MATMUL_BWD(a->dbuf, G(FCW, l), G(FCB, l), a->d4c, ln2, fcw, N, C, 4 * C),
+            LORA(C_FC, l, a->dbuf, a->d4c, ln2, N)));
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),
            k->layernorm_backward(a->dres, G(LN2W, l), G(LN2B, l), a->dbuf, res2, P(LN2W, l), a->ln2_mean + l * sN,
                                  a->ln2_rstd + l * sN, N, C));
         /* residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
         OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_bwd(N, C, C, attprojw.fmt),
-           MATMUL_BWD(a->dbuf, G(ATTPROJW, l), G(ATTPROJB, l), a->dres, atty, attprojw, N, C, C));
+           (MATMUL_BWD(a->dbuf, G(ATTPROJW, l), G(ATTPROJB, l), a->dres, atty, attprojw, N, C, C),
+            LORA(ATTN_C_PROJ, l, a->dbuf, a->dres, atty, N)));
         OP(GPT2C_OP_ATTENTION, l, cost_attention_bwd(B, T, C, NH, S),
            k->attention_backward(a->dqkv, a->att_scratch, a->dbuf, qkv, atty, state, B, T, C, NH));
         OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_bwd(N, C, 3 * C, qkvw.fmt),
-           MATMUL_BWD(a->dbuf, G(QKVW, l), G(QKVB, l), a->dqkv, ln1, qkvw, N, C, 3 * C));
+           (MATMUL_BWD(a->dbuf, G(QKVW, l), G(QKVB, l), a->dqkv, ln1, qkvw, N, C, 3 * C),
+            LORA(C_ATTN, l, a->dbuf, a->dqkv, ln1, N)));
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),
            k->layernorm_backward(a->dres, G(LN1W, l), G(LN1B, l), a->dbuf, residual, P(LN1W, l), a->ln1_mean + l * sN,
                                  a->ln1_rstd + l * sN, N, C));

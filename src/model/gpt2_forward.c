@@ -2,6 +2,7 @@
  * LM head; each op one call into the kernel table, in a profiler scope.  Shapes: N = B*T rows, C channels, L layers, Vp padded vocab. */
 #include <string.h>
 
+#include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/kernels.h"
@@ -10,14 +11,22 @@
 #include "model/gpt2_block.h"
 #include "model/memspace.h"
 #include "model/model_internal.h"
+#include "train/qlora.h"
 
 #define OP(op, layer, cost, call) GPT2C_PROF_OP(m->prof, op, layer, (cost).flops, (cost).bytes, call)
 /* one layer's parameter (or the tensor, for non-layer ones), and a weight's typed view */
 #define P(id, l) gpt2c_param_slice(m, m->params_mem, GPT2C_P_##id, l)
-#define W(id, l) gpt2c_model_weight(m, GPT2C_P_##id, l) /* the bf16 copy in bf16 precision */
-/* a matmul on k, or on ref when k does not take the weight's format */
+#define W(id, l) gpt2c_qlora_model_weight(m, GPT2C_P_##id, l) /* bf16 copy in bf16 precision; a QLoRA base's quantized view */
+/* a matmul on k, or on ref when k does not take the weight's format; a QLoRA
+ * base's quantized weight through the fused dequantizing kernel */
 #define MATMUL(out, inp, w, bias, N, IC, OC)                                                                           \
-    GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC)
+    (gpt2c_format_is_quantized((w).fmt)                                                                                \
+         ? gpt2c_qlora_matmul_forward(out, inp, &(w), bias, N, IC, OC)                                                 \
+         : GPT2C_KERNELS_FOR(k, matmul_forward, &(w))->matmul_forward(out, inp, &(w), bias, N, IC, OC))
+/* then the weight's LoRA adapter, if any: out += scale * dropout(inp) A^T B^T */
+#define LORA(id, l, out, inp, N)                                                                                       \
+    (m->lora && gpt2c_lora_site_of_param(id) >= 0 ? gpt2c_lora_forward(m, gpt2c_lora_site_of_param(id), l, out, inp, N) \
+                                                  : (void)0)
 
 gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T) {
     if (B <= 0 || T <= 0)
@@ -67,8 +76,10 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
     GPT2C_TRY(gpt2c_mem_upload(k, a->tokens, tokens, sizeof(int32_t) * N));
     if (targets) GPT2C_TRY(gpt2c_mem_upload(k, a->targets, targets, sizeof(int32_t) * N));
 
+    const gpt2c_tensor *qwte = gpt2c_qlora_wte(m); /* a QLoRA base's quantized embedding: rows dequantized */
     OP(GPT2C_OP_ENCODER, -1, cost_encoder_fwd(N, C),
-       k->encoder_forward(a->encoded, a->tokens, P(WTE, 0), P(WPE, 0), B, T, C));
+       qwte ? gpt2c_qlora_encoder_forward(a->encoded, a->tokens, qwte, P(WPE, 0), B, T, C)
+            : k->encoder_forward(a->encoded, a->tokens, P(WTE, 0), P(WPE, 0), B, T, C));
     OP(GPT2C_OP_LAYERNORM, 0, cost_layernorm_fwd(N, C),
        k->layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, P(LN1W, 0), P(LN1B, 0), N, C));
 
@@ -76,15 +87,15 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
         float *buf[GPT2C_NUM_BUFS], *mean[GPT2C_NUM_BUFS] = {0}, *rstd[GPT2C_NUM_BUFS] = {0};
         const int last = l == L - 1; /* Y's layernorm: the next block's ln1, or the final one */
         buf[GPT2C_BUF_X] = l == 0 ? a->encoded : a->residual3 + (l - 1) * sN * C;
-        buf[GPT2C_BUF_LN1] = a->ln1 + l * sN * C, mean[GPT2C_BUF_LN1] = a->ln1_mean + l * sN;
+        buf[GPT2C_BUF_LN1] = a->ln1 + l * a->ln1_ls, mean[GPT2C_BUF_LN1] = a->ln1_mean + l * sN;
         rstd[GPT2C_BUF_LN1] = a->ln1_rstd + l * sN;
         buf[GPT2C_BUF_QKV] = a->qkv + l * sN * 3 * C, buf[GPT2C_BUF_ATTY] = a->atty + l * sN * C;
         buf[GPT2C_BUF_PROJ] = a->proj, buf[GPT2C_BUF_X2] = a->residual2 + l * sN * C;
-        buf[GPT2C_BUF_LN2] = a->ln2 + l * sN * C, mean[GPT2C_BUF_LN2] = a->ln2_mean + l * sN;
+        buf[GPT2C_BUF_LN2] = a->ln2 + l * a->ln2_ls, mean[GPT2C_BUF_LN2] = a->ln2_mean + l * sN;
         rstd[GPT2C_BUF_LN2] = a->ln2_rstd + l * sN;
-        buf[GPT2C_BUF_FCH] = a->fch + l * sN * 4 * C, buf[GPT2C_BUF_FCH_GELU] = a->fch_gelu + l * sN * 4 * C;
+        buf[GPT2C_BUF_FCH] = a->fch + l * sN * 4 * C, buf[GPT2C_BUF_FCH_GELU] = a->fch_gelu + l * a->fchg_ls;
         buf[GPT2C_BUF_Y] = a->residual3 + l * sN * C;
-        buf[GPT2C_BUF_LN_NEXT] = last ? a->lnf : a->ln1 + (l + 1) * sN * C;
+        buf[GPT2C_BUF_LN_NEXT] = last ? a->lnf : a->ln1 + (l + 1) * a->ln1_ls;
         mean[GPT2C_BUF_LN_NEXT] = last ? a->lnf_mean : a->ln1_mean + (l + 1) * sN;
         rstd[GPT2C_BUF_LN_NEXT] = last ? a->lnf_rstd : a->ln1_rstd + (l + 1) * sN;
         float *state = a->att_state + l * S;
@@ -95,9 +106,10 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
             float *in = buf[bs->in], *out = buf[bs->out];
             switch (bs->kind) {
             case GPT2C_STAGE_MATMUL: {
-                const gpt2c_tensor w = gpt2c_param_view(m, m->params_mem, bs->w, l);
+                const gpt2c_tensor w = gpt2c_qlora_weight(m, bs->w, l);
                 OP(bs->op, l, cost_matmul_fwd(N, IC, OC, w.fmt),
-                   MATMUL(out, in, w, gpt2c_param_slice(m, m->params_mem, bs->b, l), N, IC, OC));
+                   (MATMUL(out, in, w, gpt2c_param_slice(m, m->params_mem, bs->b, l), N, IC, OC),
+                    LORA(bs->w, l, out, in, N)));
                 break;
             }
             case GPT2C_STAGE_ATTENTION:

@@ -35,6 +35,7 @@ struct gpt2c_model {
 
     const struct gpt2c_kernels *k;
     struct gpt2c_qweights *qw; /* quantized linear weights (gpt2c/quant_model.h), NULL: all fp32 */
+    struct gpt2c_lora *lora;   /* LoRA adapters (gpt2c/lora.h), NULL: none */
     int threads;          /* threads the model computes with (gpt2c_model_set_threads); 0: the caller's OpenMP setting */
     gpt2c_profiler *prof; /* NULL: profiling off */
     /* Data parallel (src/dist): backward calls this as parameter gradients

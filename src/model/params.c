@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2c/lora.h"
+#include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
@@ -143,8 +145,11 @@ gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
     return GPT2C_OK;
 }
 
+/* Every base tensor frozen (LoRA): no gradient slab, no moments. */
+static int all_frozen(const gpt2c_model *m) { return m->num_frozen == GPT2C_NUM_PARAM_TENSORS; }
+
 gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
-    if (m->grads_mem) return GPT2C_OK;
+    if (m->grads_mem || all_frozen(m)) return GPT2C_OK;
     m->grads_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "gradients");
     if (!m->grads_mem) return GPT2C_ERR_NOMEM;
     point(m, m->grads_mem, &m->grads);
@@ -153,7 +158,7 @@ gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
 }
 
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
-    if (m->m_mem) return GPT2C_OK;
+    if (m->m_mem || all_frozen(m)) return GPT2C_OK;
     m->m_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW first moments");
     m->v_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW second moments");
     if (!m->m_mem || !m->v_mem) {
@@ -167,6 +172,7 @@ gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
 
 void gpt2c_model_free(gpt2c_model *m) {
     if (!m) return;
+    gpt2c_lora_detach(m);
     gpt2c_qweights_free(m->qw);
     gpt2c_acts_free(m->acts);
     if (m->k) { /* NULL only when create failed before selecting kernels */
@@ -210,6 +216,9 @@ static gpt2c_status move_slabs(gpt2c_model *m, const gpt2c_kernels *k) {
 }
 
 gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const gpt2c_kernels *k) {
+    if (m->lora && k->dev_alloc)
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s': LoRA adapters run on host backends only (cpu, blas, ref)",
+                          k->name);
     if (m->bf16_mem && !GPT2C_KERNELS_TAKES(k, matmul_forward, GPT2C_FMT_BF16))
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend %s: it has no bf16 GEMM and the model computes in bf16",
                           k->name);
@@ -313,4 +322,34 @@ void gpt2c_model_init_random(gpt2c_model *m, uint64_t seed) {
     m->bf16_stale = 1;
     /* device backend: send the host mirror (an error latches until the next device_check) */
     if (m->params_host) (void)gpt2c_model_params_upload(m);
+}
+
+gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m) {
+    gpt2c_model_bytes b = {0};
+    const size_t slab = m->slab_floats * sizeof(float);
+    b.params = slab;
+    if (m->qw) {
+        /* the fp32 slices of the quantized weights were given back (gpt2c_quant_release_fp32) */
+        for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++)
+            for (int l = 0; l < (m->info[id].per_layer ? m->cfg.num_layers : 1); l++) {
+                const gpt2c_tensor *t = gpt2c_qweight(m, id, l);
+                if (!t) continue;
+                b.params -= (size_t)m->info[id].rows * m->info[id].cols * sizeof(float);
+                b.quantized += gpt2c_quant_code_bytes(t->fmt, t->rows, t->cols, t->block) +
+                               sizeof(float) * gpt2c_quant_nscales(t->fmt, t->rows, t->cols, t->block);
+            }
+    }
+    b.grads = m->grads_mem ? slab : 0;
+    b.moments = m->m_mem ? 2 * slab : 0;
+    if (m->acts) {
+        b.acts = m->acts->bytes;
+        b.acts_backward = m->acts->bbytes;
+    }
+    if (m->lora) {
+        gpt2c_lora_bytes lb = gpt2c_lora_memory(m->lora);
+        b.lora_params = lb.params;
+        b.lora_state = lb.grads + lb.moments;
+        b.lora_acts = lb.acts;
+    }
+    return b;
 }

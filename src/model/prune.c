@@ -7,6 +7,8 @@
  * Everything below the threshold is zeroed, and just enough of the weights
  * equal to it (lowest index first) to make exactly k. */
 #include "gpt2c/prune.h"
+
+#include "gpt2c/lora.h"
 #include "model/model_internal.h"
 
 #include <math.h>
@@ -151,6 +153,45 @@ gpt2c_status gpt2c_prune_model(gpt2c_model *m, double sparsity, gpt2c_prune_scop
     GPT2C_TRY(gpt2c_model_params_upload(m));
     if (zeros) GPT2C_TRY(gpt2c_prune_count_zeros(m, -1, -1, zeros, NULL));
     return GPT2C_OK;
+}
+
+gpt2c_status gpt2c_prune_lora(gpt2c_model *m, double sparsity, gpt2c_prune_scope scope, gpt2c_prune_pattern pattern,
+                              size_t *zeros, size_t *numel) {
+    gpt2c_lora *l = gpt2c_model_lora(m);
+    if (!l) return gpt2c_fail(GPT2C_ERR_ARG, "prune: --target lora needs adapters (the model has none)");
+    if (!(sparsity >= 0.0 && sparsity < 1.0))
+        return gpt2c_fail(GPT2C_ERR_ARG, "prune: sparsity %g is outside [0, 1)", sparsity);
+    if (pattern == GPT2C_PRUNE_2_4 && sparsity != 0.5)
+        return gpt2c_fail(GPT2C_ERR_ARG, "prune: the 2:4 pattern prunes exactly 0.5 (got sparsity %g)", sparsity);
+    const gpt2c_lora_cfg *c = gpt2c_lora_config(l);
+    if (pattern == GPT2C_PRUNE_2_4 && c->rank % 4)
+        return gpt2c_fail(GPT2C_ERR_ARG, "prune: 2:4 on LoRA B (out, r) needs a rank divisible by 4 (r = %d)", c->rank);
+    const int L = m->cfg.num_layers;
+    segment *seg = malloc(sizeof *seg * (size_t)GPT2C_LORA_NUM_SITES * 2 * (size_t)L);
+    if (!seg) return gpt2c_fail(GPT2C_ERR_NOMEM, "prune: out of memory");
+    int ns = 0;
+    size_t total = 0;
+    for (int s = 0; s < GPT2C_LORA_NUM_SITES; s++) /* in the adapter slab's order: A of every layer, then B */
+        for (int ab = 0; ab < 2; ab++)
+            for (int layer = 0; layer < L && (c->targets >> s & 1); layer++) {
+                const size_t n = (size_t)c->rank * (ab ? gpt2c_lora_site_out(l, s) : gpt2c_lora_site_in(l, s));
+                seg[ns] = (segment){ab ? gpt2c_lora_B(l, s, layer, 0) : gpt2c_lora_A(l, s, layer, 0), n};
+                total += seg[ns++].n;
+            }
+    gpt2c_status st = GPT2C_OK;
+    if (pattern == GPT2C_PRUNE_2_4) {
+        for (int j = 0; j < ns; j++) prune_2_4(seg[j].w, seg[j].n);
+    } else if (scope == GPT2C_PRUNE_GLOBAL) {
+        st = prune_k_smallest(seg, ns, count_to_prune(sparsity, total));
+    } else {
+        for (int j = 0; j < ns && st == GPT2C_OK; j++) st = prune_k_smallest(&seg[j], 1, count_to_prune(sparsity, seg[j].n));
+    }
+    size_t z = 0;
+    for (int j = 0; j < ns; j++) z += zeros_in(seg[j].w, seg[j].n);
+    free(seg);
+    if (zeros) *zeros = z;
+    if (numel) *numel = total;
+    return st;
 }
 
 /* One bit per float of the parameter slab; only target weights are ever set. */

@@ -3,6 +3,7 @@
  * gradient, no moments work and do not count in the norm. */
 #include <math.h>
 
+#include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/kernels.h"
@@ -16,9 +17,10 @@
  * zero, so it is the norm of the real gradient); else tensor by tensor. */
 static double grad_sumsq(gpt2c_model *m) {
     const gpt2c_kernels *k = m->k;
-    double ss = 0;
+    double ss = m->lora ? gpt2c_lora_grad_sumsq(m->lora) : 0;
+    if (!m->grads_mem) return ss; /* everything frozen (LoRA) */
     if (m->num_frozen == 0) {
-        OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss = k->sumsq(m->grads_mem, m->slab_floats));
+        OP(GPT2C_OP_GRAD_NORM, -1, cost_sumsq((double)m->slab_floats), ss += k->sumsq(m->grads_mem, m->slab_floats));
         return ss;
     }
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
@@ -30,8 +32,9 @@ static double grad_sumsq(gpt2c_model *m) {
 }
 
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
-    if (!m->grads_mem) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
-    GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
+    if (!m->grads_mem && !m->lora) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
+    /* moments for the base only when some base tensor trains (not under LoRA) */
+    if (m->num_frozen < GPT2C_NUM_PARAM_TENSORS) GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
     gpt2c_threads_use(m->threads);
     const gpt2c_kernels *k = m->k;
     const double ss = grad_sumsq(m);
@@ -60,6 +63,10 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
             OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)n),
                k->adamw(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
     }
+    if (m->lora)
+        OP(GPT2C_OP_ADAMW, -1, cost_adamw((double)gpt2c_lora_num_params(m->lora)),
+           gpt2c_lora_adamw(m->lora, o, lr, scale, gpt2c_lora_opt_step(m->lora) + 1));
+    if (!m->grads_mem) return GPT2C_OK;
     /* the slab's padding is never written and frozen tensors' gradients stay
      * zero, so zeroing every trainable tensor zeroes the slab */
     if (k->adamw_zero_grad) m->grads_zero = 1;

@@ -26,7 +26,8 @@ gpt2c_status gpt2c_measure_train_bytes(gpt2c_model *m, int B, int T, gpt2c_train
 
 gpt2c_status gpt2c_measure_infer_bytes(const gpt2c_model *m, int batch, int ctx, size_t *out) {
     /* weights: quantized ones at their size (their fp32 slices are given back), the rest fp32 */
-    const size_t weights = m->qw ? gpt2c_quant_weight_bytes(m) : m->slab_floats * sizeof(float);
+    const gpt2c_model_bytes mb = gpt2c_model_memory(m); /* adapters (LoRA) count with the weights */
+    const size_t weights = mb.params + mb.quantized + mb.lora_params;
     size_t state = 0;
     if (batch > 0) {
         gpt2c_infer *s;

@@ -1,4 +1,6 @@
 #include "gpt2c/train.h"
+
+#include "gpt2c/lora.h"
 #include "gpt2c/prune.h"
 
 #include <math.h>
@@ -48,14 +50,19 @@ gpt2c_status gpt2c_evaluate(gpt2c_model *m, gpt2c_dataloader *dl, int nbatches, 
         for (int i = 0; i < dl->nfiles; i++) nbatches += (int)((dl->file_tokens[i] - 1) / (global_rows * dl->T));
     }
     double sum = 0;
-    for (int i = 0; i < nbatches; i++) {
-        float loss;
+    /* no LoRA dropout while evaluating */
+    const int was_training = m->lora ? gpt2c_lora_set_training(m->lora, 0) : 0;
+    gpt2c_status st = GPT2C_OK;
+    for (int i = 0; i < nbatches && st == GPT2C_OK; i++) {
+        float loss = 0;
         set_phase(m, GPT2C_PHASE_DATA);
-        GPT2C_TRY(next_batch(m, dl));
+        st = next_batch(m, dl);
         set_phase(m, GPT2C_PHASE_EVAL);
-        GPT2C_TRY(gpt2c_model_forward(m, dl->inputs, dl->targets, dl->B, dl->T, &loss));
+        if (st == GPT2C_OK) st = gpt2c_model_forward(m, dl->inputs, dl->targets, dl->B, dl->T, &loss);
         sum += loss;
     }
+    if (m->lora) gpt2c_lora_set_training(m->lora, was_training);
+    GPT2C_TRY(st);
     *mean_loss = (float)(sum / nbatches);
     if (batches_done) *batches_done = nbatches;
     return GPT2C_OK;
