@@ -58,7 +58,7 @@ int main(void) {
     gpt2c_rng_seed(&r, 3, 0);
     for (int i = 0; i <= B * T; i++) g_tok[i] = (int32_t)(gpt2c_rng_u64(&r) % 60);
     const gpt2c_adamw_cfg opt = {0.9f, 0.95f, 1e-8f, 0.1f, 0.0f, 0};
-    const gpt2c_batch_source src = {next_batch, NULL};
+    const gpt2c_batch_source src = {next_batch, NULL, NULL};
 
     /* 1. the step == its stages by hand (two steps, accum 2) */
     gpt2c_model *a = make(), *b = make();

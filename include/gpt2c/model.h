@@ -121,6 +121,22 @@ gpt2c_status gpt2c_model_prepare(gpt2c_model *m, int B, int T);
  * without targets, gpt2c_model_logits() holds the logits.  Ids are checked. */
 gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                  float *loss);
+/* A loss other than cross-entropy (distillation, src/train/distill.c), for
+ * gpt2c_model_forward_loss.  forward gets the batch (host memory) and the
+ * logits (N = B*T rows of Vp, host memory: host backends only); it writes
+ * each position's loss into losses (N) and replaces each logits row with
+ * g + onehot(target), g being the gradient of that position's loss with
+ * respect to its logits (pad columns 0): the cross-entropy backward, which
+ * subtracts the one-hot, then turns it into g, and backward runs unchanged. */
+typedef struct gpt2c_loss {
+    gpt2c_status (*forward)(void *ctx, float *losses, float *logits_grad, const int32_t *tokens,
+                            const int32_t *targets, int B, int T, int V, int Vp);
+    void *ctx;
+} gpt2c_loss;
+/* gpt2c_model_forward with that loss in place of cross-entropy (loss NULL:
+ * cross-entropy); targets are required with a loss. */
+gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
+                                      const gpt2c_loss *loss, float *mean_loss);
 /* Logits (B,T,Vp) of the last forward without targets (pad columns undefined).
  * Host memory whatever the backend (a device backend's forward copies them back). */
 const float *gpt2c_model_logits(const gpt2c_model *m);

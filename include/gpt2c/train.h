@@ -61,6 +61,9 @@ typedef struct gpt2c_train_cfg {
     /* train --keep-sparsity: these weights are set back to zero after every
      * update (gpt2c/prune.h); NULL: none */
     const struct gpt2c_sparsity_mask *keep_zero;
+    /* the training loss in place of cross-entropy (gpt2c/distill.h); NULL:
+     * cross-entropy.  Validation stays the model's cross-entropy. */
+    const gpt2c_loss *loss;
 } gpt2c_train_cfg;
 
 /* ---- one training step: the same code for the trainer, `profile` and `bench train` ----
@@ -78,6 +81,8 @@ typedef struct gpt2c_train_cfg {
 typedef struct gpt2c_batch_source {
     gpt2c_status (*next)(void *ctx, const int32_t **inputs, const int32_t **targets);
     void *ctx;
+    /* the loss its batches train on (distillation); NULL: cross-entropy */
+    const gpt2c_loss *loss;
 } gpt2c_batch_source;
 
 typedef struct gpt2c_step_cfg {

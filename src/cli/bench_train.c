@@ -141,7 +141,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     const double flops = forward_only ? ffw : ftrain;
     const gpt2c_step_cfg sc = {B, T, 1, 1e-4f, {0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 0}, NULL, {0}, 0};
     const fixed_batch fb = {tok, tok + 1};
-    const gpt2c_batch_source src = {fixed_next, (void *)&fb};
+    const gpt2c_batch_source src = {fixed_next, (void *)&fb, NULL};
 
     result res[64];
     int nres = 0;

@@ -52,7 +52,7 @@ static gpt2c_status fill_batch(void *ctx, const int32_t **inputs, const int32_t 
 static gpt2c_status run_step(gpt2c_model *m, gpt2c_profile_session *s, int step, run_ctx *r) {
     const gpt2c_step_hooks none = {0};
     const gpt2c_step_cfg sc = {r->B, r->T, 1, 1e-4f, r->opt, NULL, s ? gpt2c_profile_session_hooks(s) : none, step};
-    const gpt2c_batch_source src = {fill_batch, r};
+    const gpt2c_batch_source src = {fill_batch, r, NULL};
     if (sc.hooks.step_begin) sc.hooks.step_begin(sc.hooks.user, step);
     GPT2C_TRY(gpt2c_train_step(m, &sc, &src, NULL));
     if (sc.hooks.step_end) sc.hooks.step_end(sc.hooks.user, step);

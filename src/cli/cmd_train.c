@@ -27,6 +27,10 @@
 #include "gpt2c/quant_model.h"
 #include "gpt2c/resume.h"
 #include "gpt2c/train.h"
+#include "cli/train_cmd.h"
+
+/* the command's name in messages: "train", or a train_ext's ("distill") */
+static const char *CMD = "train";
 
 typedef struct {
     FILE *log;
@@ -166,9 +170,9 @@ static int check_train_outputs(const char *save, const char *log_path, const cha
         size_t n = strlen(first);
         if ((n && first[n - 1] == '/') || gpt2c_is_dir(first)) { /* a Hugging Face folder */
             while (n > 1 && first[n - 1] == '/') first[--n] = 0;
-            rc = cli_check_output_names("train", "--save", first, cli_hf_dir_output_name, NULL, ins, nsave_in);
+            rc = cli_check_output_names(CMD, "--save", first, cli_hf_dir_output_name, NULL, ins, nsave_in);
         } else {
-            rc = cli_check_output_file("train", "--save", first, ins, nsave_in);
+            rc = cli_check_output_file(CMD, "--save", first, ins, nsave_in);
         }
         if (rc) return rc;
         const char *at = strstr(save, "{step}"), *slash = strrchr(save, '/');
@@ -179,12 +183,12 @@ static int check_train_outputs(const char *save, const char *log_path, const cha
             else if (slash == save) snprintf(dir, sizeof dir, "/");
             else snprintf(dir, sizeof dir, "%.*s", (int)(slash - save), save);
             step_names sn = {base, at + 6, (size_t)(at - base)};
-            if ((rc = cli_check_output_names("train", "--save", dir, step_name_match, &sn, ins, nsave_in))) return rc;
+            if ((rc = cli_check_output_names(CMD, "--save", dir, step_name_match, &sn, ins, nsave_in))) return rc;
         }
     }
-    if (log_path && (rc = cli_check_output_file("train", "--log", log_path, ins, nin))) return rc;
+    if (log_path && (rc = cli_check_output_file(CMD, "--log", log_path, ins, nin))) return rc;
     if (profile_out &&
-        (rc = cli_check_output_names("train", "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
+        (rc = cli_check_output_names(CMD, "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
         return rc;
     return 0;
 }
@@ -203,16 +207,16 @@ static int check_lora_outputs(const char *save, const char *log_path, const char
         while (n > 1 && first[n - 1] == '/') first[--n] = 0;
         struct stat sb;
         if (!gpt2c_is_dir(first) && stat(first, &sb) == 0)
-            return cli_error("train", "--save %s: under --lora-rank --save names a directory (a PEFT adapter), and %s is a file",
+            return cli_error(CMD, "--save %s: under --lora-rank --save names a directory (a PEFT adapter), and %s is a file",
                              save, first);
         for (int i = 0; i < 3; i++) {
             snprintf(path, sizeof path, "%s/%s", first, files[i]);
-            if ((rc = cli_check_output_file("train", "--save", path, ins, nin - 1))) return rc;
+            if ((rc = cli_check_output_file(CMD, "--save", path, ins, nin - 1))) return rc;
         }
     }
-    if (log_path && (rc = cli_check_output_file("train", "--log", log_path, ins, nin))) return rc;
+    if (log_path && (rc = cli_check_output_file(CMD, "--log", log_path, ins, nin))) return rc;
     if (profile_out &&
-        (rc = cli_check_output_names("train", "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
+        (rc = cli_check_output_names(CMD, "--profile-out", profile_out, cli_profile_output_name, NULL, ins, nin)))
         return rc;
     return 0;
 }
@@ -223,7 +227,7 @@ static int check_lora_outputs(const char *save, const char *log_path, const char
 static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, long long *seed, int *shuffle) {
     const gpt2c_file_format fmt = gpt2c_detect_format(path);
     if (fmt == GPT2C_FMT_LLMC || fmt == GPT2C_FMT_SHARD)
-        return cli_error("train", "--resume: %s is an llm.c %s: resume needs a gpt2c checkpoint (written by train --save)%s",
+        return cli_error(CMD, "--resume: %s is an llm.c %s: resume needs a gpt2c checkpoint (written by train --save)%s",
                          path, fmt == GPT2C_FMT_LLMC ? "model" : "token shard",
                          fmt == GPT2C_FMT_LLMC ? "; to start from these weights use --model" : "");
     gpt2c_st_file *f;
@@ -235,20 +239,20 @@ static int read_resume_state(const char *path, int *step, gpt2c_data_pos *pos, l
         snprintf(in_dir, sizeof in_dir, "%s/model.safetensors", path);
         path = in_dir;
     }
-    if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_st_open(path, &f) != GPT2C_OK) return cli_fail_status(CMD);
     gpt2c_resume_state rs;
     int rc = 0;
     if (gpt2c_resume_read(f, &rs) != GPT2C_OK) {
-        rc = cli_error("train", "--resume: %s", gpt2c_errmsg());
+        rc = cli_error(CMD, "--resume: %s", gpt2c_errmsg());
     } else {
         *step = rs.step;
         *pos = rs.pos;
         long long saved_seed = rs.has_seed ? (long long)rs.seed : *seed;
         int saved_shuffle = rs.has_shuffle ? rs.shuffle : *shuffle;
         if (cli_given("--seed") && saved_seed != *seed)
-            rc = cli_error("train", "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
+            rc = cli_error(CMD, "--seed %lld contradicts the checkpoint %s (seed %lld)", *seed, path, saved_seed);
         else if (cli_given("--shuffle") && !saved_shuffle)
-            rc = cli_error("train", "--shuffle contradicts the checkpoint %s (trained on sequential batches)", path);
+            rc = cli_error(CMD, "--shuffle contradicts the checkpoint %s (trained on sequential batches)", path);
         *seed = saved_seed;
         *shuffle = saved_shuffle;
     }
@@ -283,6 +287,7 @@ typedef struct {
     const char *profile_out, *backend;
     char profile_dir[4096];
     gpt2c_sparsity_mask *keep_zero; /* --keep-sparsity */
+    const train_ext *ext;           /* distill's additions, NULL: train */
 } train_job;
 
 static void train_free(train_job *J) {
@@ -342,14 +347,24 @@ static int train_setup(int argc, char **argv, train_job *J) {
         {"--keep-sparsity", CLI_FLAG, &keep_sparsity, "linear weights that are zero at the start (gpt2c prune) stay exactly zero", 0, 0},
         {"--overlap", CLI_INT, &overlap, "under mpirun: 1 = all-reduce gradients during backward, 0 = after it (default 1)", 0, 1},
     };
-    int rc = cli_parse("train", argc, argv, opts, CLI_NOPTS(opts), NULL);
-    if (!rc) rc = precision_arg_check("train", precision, backend);
+    const train_ext *ext = J->ext;
+    const char *mopt = ext && ext->model_opt ? ext->model_opt : "--model";
+    cli_opt all[CLI_NOPTS(opts) + 16];
+    int nall = CLI_NOPTS(opts);
+    memcpy(all, opts, sizeof opts);
+    if (ext) { /* the model option renamed, the command's own options after train's */
+        all[0].name = mopt;
+        if (ext->model_help) all[0].help = ext->model_help;
+        for (int i = 0; i < ext->nopts && nall < CLI_NOPTS(all); i++) all[nall++] = ext->opts[i];
+    }
+    int rc = cli_parse(CMD, argc, argv, all, nall, NULL);
+    if (!rc) rc = precision_arg_check(CMD, precision, backend);
     if (rc) return rc;
     int launched_size = 1;
     const int launched = launcher_rank(&launched_size) >= 0;
 #ifdef GPT2C_HAVE_MPI
     if (launched || zero) {
-        if (gpt2c_dist_init(&J->ui.dist) != GPT2C_OK) return cli_fail_status("train");
+        if (gpt2c_dist_init(&J->ui.dist) != GPT2C_OK) return cli_fail_status(CMD);
         J->ui.rank = gpt2c_dist_rank(J->ui.dist);
         J->ui.nranks = gpt2c_dist_size(J->ui.dist);
     } else {
@@ -357,9 +372,9 @@ static int train_setup(int argc, char **argv, train_job *J) {
     }
 #else
     J->ui.nranks = 1;
-    if (zero) return cli_error("train", "--zero %d: built without MPI (configure with -DGPT2C_MPI=ON; see docs/DISTRIBUTED.md)", zero);
+    if (zero) return cli_error(CMD, "--zero %d: built without MPI (configure with -DGPT2C_MPI=ON; see docs/DISTRIBUTED.md)", zero);
     if (launched && launched_size > 1)
-        return cli_error("train", "started by an MPI launcher as one of %d processes, but built without MPI: each would "
+        return cli_error(CMD, "started by an MPI launcher as one of %d processes, but built without MPI: each would "
                          "train alone (configure with -DGPT2C_MPI=ON)", launched_size);
     (void)overlap;
 #endif
@@ -371,7 +386,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         if (local > 1) threads = cores / local > 1 ? (int)(cores / local) : 1;
     }
 #endif
-    if (!data) return cli_error("train", "--data is required (token shards from gpt2c tokenize)");
+    if (!data) return cli_error(CMD, "--data is required (token shards from gpt2c tokenize)");
     J->cfg = (gpt2c_train_cfg){.B = B, .T = T, .steps = steps, .accum = accum, .lr = (float)lr, .warmup = warmup,
                                .min_lr_frac = (float)min_lr_frac, .eval_every = val_data ? eval_every : 0,
                                .eval_batches = eval_batches, .save_every = save_every,
@@ -379,25 +394,26 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_train_cfg *cfg = &J->cfg;
     if (strcmp(schedule, "constant") == 0) cfg->schedule = GPT2C_SCHED_CONSTANT;
     else if (strcmp(schedule, "cosine") == 0) cfg->schedule = GPT2C_SCHED_COSINE;
-    else return cli_error("train", "--schedule: expected constant or cosine, got '%s'", schedule);
-    if ((rc = lora_arg_check("train", &la))) return rc;
+    else return cli_error(CMD, "--schedule: expected constant or cosine, got '%s'", schedule);
+    if ((rc = lora_arg_check(CMD, &la))) return rc;
     /* --resume of a LoRA adapter directory: the base comes from --model */
     const int lora_resume = resume && gpt2c_peft_is_adapter_dir(resume);
     if (lora_resume && !ma.model)
-        return cli_error("train", "--resume %s is a LoRA adapter: give its base model with --model", resume);
+        return cli_error(CMD, "--resume %s is a LoRA adapter: give its base model with --model", resume);
     if (resume && ma.model && !lora_resume)
-        return cli_error("train", "--resume and --model are exclusive: the checkpoint is the model");
+        return cli_error(CMD, "--resume and %s are exclusive: the checkpoint is the model", mopt);
     if (lora_resume && la.rank)
-        return cli_error("train", "--lora-rank: resuming the adapter %s, whose adapter_config.json sets the rank", resume);
+        return cli_error(CMD, "--lora-rank: resuming the adapter %s, whose adapter_config.json sets the rank", resume);
     ui->lora = la.rank > 0 || lora_resume;
     ui->base_model = ma.model;
-    if (quant && !ui->lora) return cli_error("train", "--quant %s: a quantized base trains only adapters: add --lora-rank", quant);
-    if (ui->lora && keep_sparsity) return cli_error("train", "--keep-sparsity: under LoRA the base is frozen (prune the adapters with gpt2c prune --target lora)");
-    if (ui->lora && ui->nranks > 1) return cli_error("train", "--lora-rank: LoRA trains in one process (not under mpirun)");
+    if (quant && !ui->lora) return cli_error(CMD, "--quant %s: a quantized base trains only adapters: add --lora-rank", quant);
+    if (ui->lora && keep_sparsity) return cli_error(CMD, "--keep-sparsity: under LoRA the base is frozen (prune the adapters with gpt2c prune --target lora)");
+    if (ui->lora && ui->nranks > 1) return cli_error(CMD, "--lora-rank: LoRA trains in one process (not under mpirun)");
 
     /* before any work: no output over an input, and a usable --save */
-    const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {"--model", ma.model},
-                               {"--vocab", ma.vocab}, {"--resume", resume}}; /* --resume last (see the check) */
+    const cli_path inputs[] = {{"--data", data}, {"--val-data", val_data}, {mopt, ma.model}, {"--vocab", ma.vocab},
+                               {ext ? ext->input_opt : NULL, ext && ext->input_path ? *ext->input_path : NULL},
+                               {"--resume", resume}}; /* --resume last (see the check) */
     if ((rc = ui->lora ? check_lora_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs))
                        : check_train_outputs(save, log_path, profile_out, inputs, CLI_NOPTS(inputs))))
         return rc;
@@ -414,7 +430,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
                 snprintf(first + n, sizeof first - n, ui->lora ? "/adapter_model.safetensors" : "/model.safetensors");
         }
         gpt2c_atomic probe;
-        if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error("train", "--save: %s", gpt2c_errmsg());
+        if (gpt2c_atomic_open(&probe, first) != GPT2C_OK) return cli_error(CMD, "--save: %s", gpt2c_errmsg());
         gpt2c_atomic_abort(&probe);
     }
 
@@ -422,25 +438,26 @@ static int train_setup(int argc, char **argv, train_job *J) {
     gpt2c_data_pos pos = {0, 0, 0};
     if (lora_resume) {
         if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
-        if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &J->m, &loaded))) return rc;
+        if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &J->m, &loaded))) return rc;
     } else if (resume) {
         model_arg ra = ma;
         ra.model = resume;
         if ((rc = read_resume_state(resume, &start_step, &pos, &seed, &shuffle))) return rc;
-        if ((rc = model_arg_make("train", &ra, (uint64_t)seed, &J->m, &loaded))) return rc;
-    } else if ((rc = model_arg_make("train", &ma, (uint64_t)seed, &J->m, &loaded))) {
+        if ((rc = model_arg_make(CMD, &ra, (uint64_t)seed, &J->m, &loaded))) return rc;
+    } else if ((rc = model_arg_make(CMD, &ma, (uint64_t)seed, &J->m, &loaded))) {
         return rc;
     }
     gpt2c_model *m = J->m;
     gpt2c_model_set_threads(m, threads);
-    if ((rc = quant_arg_apply("train", quant, ma.model ? ma.model : "the model", m, 1))) return rc;
+    if (ext && ext->setup && (rc = ext->setup(ext->user, m, cfg))) return rc;
+    if ((rc = quant_arg_apply(CMD, quant, ma.model ? ma.model : "the model", m, 1))) return rc;
     const struct gpt2c_qweights *qw = gpt2c_model_qweights(m);
     if (qw && !ui->lora) /* quantized weights have no gradient: they are frozen bases */
-        return cli_error("train", "--model %s: the checkpoint is quantized (%s): quantized bases are frozen; train "
+        return cli_error(CMD, "--model %s: the checkpoint is quantized (%s): quantized bases are frozen; train "
                          "LoRA adapters on it (--lora-rank R: QLoRA) or train the fp32 checkpoint",
                          ma.model ? ma.model : "(the --resume checkpoint)", gpt2c_format_get(qw->fmt)->name);
     if (keep_sparsity) {
-        if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status("train");
+        if (gpt2c_sparsity_mask_from_zeros(m, &J->keep_zero) != GPT2C_OK) return cli_fail_status(CMD);
         cfg->keep_zero = J->keep_zero;
     }
     ui->tty = isatty(2);
@@ -453,43 +470,43 @@ static int train_setup(int argc, char **argv, train_job *J) {
     ui->shuffle = shuffle;
     J->profile_out = profile_out;
     J->backend = backend;
-    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option("train", "--backend");
-    if ((rc = precision_arg_apply("train", precision, m, 0))) return rc;
+    if (gpt2c_model_set_backend(m, backend) != GPT2C_OK) return cli_fail_option(CMD, "--backend");
+    if ((rc = precision_arg_apply(CMD, precision, m, 0))) return rc;
     if (lora_resume) {
-        if (gpt2c_peft_load(m, resume, 1, NULL, 0) != GPT2C_OK) return cli_fail_option("train", "--resume");
-    } else if (la.rank && (rc = lora_arg_attach("train", &la, m, (uint64_t)seed))) {
+        if (gpt2c_peft_load(m, resume, 1, NULL, 0) != GPT2C_OK) return cli_fail_option(CMD, "--resume");
+    } else if (la.rank && (rc = lora_arg_attach(CMD, &la, m, (uint64_t)seed))) {
         return rc;
     }
     if (gpt2c_model_lora(m)) { /* dropout on while training; a resumed run continues the masks where it stopped */
         gpt2c_lora_set_training(gpt2c_model_lora(m), 1);
         gpt2c_lora_set_dropout_seed(gpt2c_model_lora(m), (uint64_t)seed, (uint64_t)start_step * (uint64_t)accum);
     }
-    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option("train", "--batch/--seq");
+    if (gpt2c_model_prepare(m, B, T) != GPT2C_OK) return cli_fail_option(CMD, "--batch/--seq");
     if (gpt2c_dataloader_open_part(&J->train, data, B, T, shuffle, (uint64_t)seed, gpt2c_model_config(m)->vocab_size, ui->rank,
                                    ui->nranks) != GPT2C_OK)
-        return cli_fail_status("train");
+        return cli_fail_status(CMD);
     J->have_train = 1;
     if (resume && gpt2c_dataloader_seek(&J->train, pos) != GPT2C_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", gpt2c_errmsg());
-        return cli_error("train", "--resume: %s: %s", resume, why);
+        return cli_error(CMD, "--resume: %s: %s", resume, why);
     }
     if (val_data) {
         if (gpt2c_dataloader_open_part(&J->val, val_data, B, T, 0, 0, gpt2c_model_config(m)->vocab_size, ui->rank, ui->nranks) !=
             GPT2C_OK)
-            return cli_fail_status("train");
+            return cli_fail_status(CMD);
         J->have_val = 1;
     }
     if (log_path && ui->rank == 0 && !(ui->log = fopen(log_path, resume ? "a" : "w")))
-        return cli_error("train", "--log: %s: cannot write", log_path);
+        return cli_error(CMD, "--log: %s: cannot write", log_path);
     if (start_step > steps)
-        return cli_error("train", "--steps: %d is fewer than the %d steps the checkpoint has done", steps, start_step);
+        return cli_error(CMD, "--steps: %d is fewer than the %d steps the checkpoint has done", steps, start_step);
 #ifdef GPT2C_HAVE_MPI
     if (ui->dist) {
         gpt2c_dist_opts o = gpt2c_dist_opts_default();
         o.zero = zero;
         o.overlap = overlap;
-        if (gpt2c_dist_attach(ui->dist, m, &o, &J->dp) != GPT2C_OK) return cli_fail_status("train");
+        if (gpt2c_dist_attach(ui->dist, m, &o, &J->dp) != GPT2C_OK) return cli_fail_status(CMD);
         cfg->dp = &J->dp;
     }
 #endif
@@ -497,32 +514,32 @@ static int train_setup(int argc, char **argv, train_job *J) {
         snprintf(J->profile_dir, sizeof J->profile_dir, "%s", profile_out);
         if (ui->nranks > 1) { /* one profile per rank: DIR/rank<r> */
             if (mkdir(profile_out, 0755) != 0 && errno != EEXIST)
-                return cli_error("train", "--profile-out: %s: cannot create: %s", profile_out, strerror(errno));
+                return cli_error(CMD, "--profile-out: %s: cannot create: %s", profile_out, strerror(errno));
             snprintf(J->profile_dir, sizeof J->profile_dir, "%s/rank%d", profile_out, ui->rank);
         }
         gpt2c_profile_opts po = gpt2c_profile_opts_default();
         po.model_name = ma.model ? ma.model : resume ? resume : "gpt2";
         po.backend = backend;
-        po.command_line = "gpt2c train";
-        if (gpt2c_profile_session_begin(&ui->prof, m, &po) != GPT2C_OK) return cli_fail_status("train");
+        po.command_line = J->ext && J->ext->command_line ? J->ext->command_line : "gpt2c train";
+        if (gpt2c_profile_session_begin(&ui->prof, m, &po) != GPT2C_OK) return cli_fail_status(CMD);
         cfg->hooks = gpt2c_profile_session_hooks(ui->prof);
     }
     if (ui->rank == 0) {
-        fprintf(stderr, "gpt2c train: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
-                loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
+        fprintf(stderr, "gpt2c %s: %s model, %d layers, %d heads, %d channels, vocab %d (padded %d), %.2fM parameters\n",
+                CMD, loaded ? "loaded" : "new", gpt2c_model_config(m)->num_layers, gpt2c_model_config(m)->num_heads, gpt2c_model_config(m)->channels, gpt2c_model_config(m)->vocab_size,
                 gpt2c_model_config(m)->padded_vocab_size, gpt2c_model_num_params(m) / 1e6);
         gpt2c_lora *lora = gpt2c_model_lora(m);
         if (lora) {
             const gpt2c_lora_cfg *lc = gpt2c_lora_config(lora);
             char targets[128];
             gpt2c_lora_targets_str(lc->targets, targets, sizeof targets);
-            fprintf(stderr, "gpt2c train: LoRA rank %d, alpha %g, dropout %g on %s: %.3fM trainable parameters, base "
-                    "frozen%s%s\n", lc->rank, (double)lc->alpha, (double)lc->dropout, targets,
+            fprintf(stderr, "gpt2c %s: LoRA rank %d, alpha %g, dropout %g on %s: %.3fM trainable parameters, base "
+                    "frozen%s%s\n", CMD, lc->rank, (double)lc->alpha, (double)lc->dropout, targets,
                     gpt2c_lora_num_params(lora) / 1e6, qw ? " and quantized " : "",
                     qw ? gpt2c_format_get(qw->fmt)->name : "");
         }
-        fprintf(stderr, "gpt2c train: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
-                gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
+        fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
+                CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
                 gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
@@ -537,15 +554,15 @@ static int train_setup(int argc, char **argv, train_job *J) {
 static int print_dist(train_job *J) {
     char hosts[2048];
     int nhosts = 0;
-    if (gpt2c_dist_hosts(J->ui.dist, hosts, sizeof hosts, &nhosts) != GPT2C_OK) return cli_fail_status("train");
+    if (gpt2c_dist_hosts(J->ui.dist, hosts, sizeof hosts, &nhosts) != GPT2C_OK) return cli_fail_status(CMD);
     if (J->ui.rank != 0) return 0;
     const gpt2c_train_cfg *c = &J->cfg;
-    fprintf(stderr, "gpt2c train: data parallel, %d processes on %d host%s: %s\n", J->ui.nranks, nhosts,
+    fprintf(stderr, "gpt2c %s: data parallel, %d processes on %d host%s: %s\n", CMD, J->ui.nranks, nhosts,
             nhosts == 1 ? "" : "s", hosts);
     fprintf(stderr,
-            "gpt2c train: global batch %d processes x B=%d x accum %d = %d sequences of T=%d (%d tokens per step); "
+            "gpt2c %s: global batch %d processes x B=%d x accum %d = %d sequences of T=%d (%d tokens per step); "
             "AdamW moments %.1f MiB per rank%s\n",
-            J->ui.nranks, c->B, c->accum, J->ui.nranks * c->B * c->accum, c->T, J->ui.nranks * c->B * c->accum * c->T,
+            CMD, J->ui.nranks, c->B, c->accum, J->ui.nranks * c->B * c->accum, c->T, J->ui.nranks * c->B * c->accum * c->T,
             gpt2c_dist_optimizer_bytes(J->ui.dist, J->m) / 1048576.0, J->dp.update ? " (ZeRO-1 shard)" : "");
     return 0;
 }
@@ -556,9 +573,9 @@ static void print_memory(const gpt2c_model *m) {
     gpt2c_model_bytes b = gpt2c_model_memory(m);
     const double MiB = 1048576.0;
     fprintf(stderr,
-            "gpt2c train: memory: parameters %.1f MiB (of which quantized weights %.1f), gradients %.1f, AdamW moments "
+            "gpt2c %s: memory: parameters %.1f MiB (of which quantized weights %.1f), gradients %.1f, AdamW moments "
             "%.1f, activations %.1f + backward %.1f, LoRA adapters %.2f (grads + moments %.2f, activations %.2f)\n",
-            b.params / MiB, b.quantized / MiB, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
+            CMD, b.params / MiB, b.quantized / MiB, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
             b.lora_params / MiB, b.lora_state / MiB, b.lora_acts / MiB);
 }
 
@@ -570,7 +587,7 @@ static int train_run(train_job *J) {
     ui->t_start = gpt2c_now_ns();
     if (gpt2c_train(J->m, &J->train, J->have_val ? &J->val : NULL, &J->cfg, ui->first_step) != GPT2C_OK) return 1;
     if (ui->rank == 0) {
-        fprintf(stderr, "gpt2c train: done in %.1f s, peak RSS %.2f GiB%s\n", (gpt2c_now_ns() - ui->t_start) / 1e9,
+        fprintf(stderr, "gpt2c %s: done in %.1f s, peak RSS %.2f GiB%s\n", CMD, (gpt2c_now_ns() - ui->t_start) / 1e9,
                 gpt2c_peak_rss_bytes() / 1073741824.0, ui->nranks > 1 ? " (rank 0)" : "");
         print_memory(J->m);
     }
@@ -580,12 +597,12 @@ static int train_run(train_job *J) {
         const double n = s.steps > 0 ? s.steps : 1;
         const double waited = s.wait_ms - s.skew_ms; /* the all-reduce's part of the wait */
         if (s.device) /* NCCL: the host does not wait for the device's streams */
-            fprintf(stderr, "gpt2c train: rank %d: %d steps, NCCL all-reduce %.1f MiB/step; times unavailable (on the "
-                    "device's streams: see --profile-out)\n", ui->rank, s.steps, s.bytes / n / 1048576.0);
+            fprintf(stderr, "gpt2c %s: rank %d: %d steps, NCCL all-reduce %.1f MiB/step; times unavailable (on the "
+                    "device's streams: see --profile-out)\n", CMD, ui->rank, s.steps, s.bytes / n / 1048576.0);
         else
-            fprintf(stderr, "gpt2c train: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
+            fprintf(stderr, "gpt2c %s: rank %d: %d steps, %s %.1f MiB/step over %.1f ms/step, waited for "
                     "after backward %.1f ms/step (hidden %.1f; waiting for slower ranks %.1f), all-gather %.1f "
-                    "ms/step, peak RSS %.2f GiB%s\n", ui->rank, s.steps,
+                    "ms/step, peak RSS %.2f GiB%s\n", CMD, ui->rank, s.steps,
                     s.reduce_scatter ? "reduce-scatter" : "all-reduce", s.bytes / n / 1048576.0, s.comm_ms / n,
                     waited / n, s.comm_ms > waited ? (s.comm_ms - waited) / n : 0.0, s.skew_ms / n, s.gather_ms / n,
                     gpt2c_peak_rss_bytes() / 1073741824.0, s.wte_early ? ", wte early" : "");
@@ -596,24 +613,27 @@ static int train_run(train_job *J) {
             gpt2c_profile_session_write(ui->prof, J->profile_dir) != GPT2C_OK)
             return 1;
         if (ui->rank == 0)
-            fprintf(stderr, "gpt2c train: profile written to %s%s (report.html, trace.json, summary.json)\n",
-                    J->profile_out, ui->nranks > 1 ? "/rank<r>" : "");
+            fprintf(stderr, "gpt2c %s: profile written to %s%s (report.html, trace.json, summary.json)\n",
+                    CMD, J->profile_out, ui->nranks > 1 ? "/rank<r>" : "");
     }
     return 0;
 }
 
-int cmd_train(int argc, char **argv) {
+int cmd_train(int argc, char **argv) { return cmd_train_with(argc, argv, NULL); }
+
+int cmd_train_with(int argc, char **argv, const train_ext *ext) {
+    CMD = ext ? ext->cmd : "train";
     int size = 1;
     const int lrank = launcher_rank(&size);
     char captured[1024] = "";
     if (lrank > 0) cli_capture_errors(captured, sizeof captured); /* rank 0 speaks for all */
-    train_job J = {0};
+    train_job J = {.ext = ext};
     int rc = train_setup(argc, argv, &J);
 #ifdef GPT2C_HAVE_MPI
     if (J.ui.dist) { /* every rank learns whether any failed; the first that did says why */
         int bad = -1;
         if (gpt2c_dist_agree(J.ui.dist, rc == 0, &bad)) {
-            if (bad == J.ui.rank && bad > 0) fprintf(stderr, "gpt2c train: rank %d: %s\n", bad, captured);
+            if (bad == J.ui.rank && bad > 0) fprintf(stderr, "gpt2c %s: rank %d: %s\n", CMD, bad, captured);
             rc = 1;
         }
     }
@@ -624,12 +644,12 @@ int cmd_train(int argc, char **argv) {
 #ifdef GPT2C_HAVE_MPI
         if (J.ui.dist && J.ui.nranks > 1 && !J.ui.shared_failure) {
             /* the others may be waiting for this rank in a collective: end them all */
-            fprintf(stderr, "gpt2c train: rank %d of %d: %s (stopping every rank)\n", J.ui.rank, J.ui.nranks,
+            fprintf(stderr, "gpt2c %s: rank %d of %d: %s (stopping every rank)\n", CMD, J.ui.rank, J.ui.nranks,
                     gpt2c_errmsg());
             gpt2c_dist_abort(J.ui.dist, 1);
         }
 #endif
-        if (J.ui.rank == 0) cli_fail_status("train");
+        if (J.ui.rank == 0) cli_fail_status(CMD);
     }
 #ifdef GPT2C_HAVE_MPI
     gpt2c_dist_finalize(J.ui.dist); /* before the model: it unhooks itself from it */

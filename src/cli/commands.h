@@ -18,6 +18,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_wse(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_distill(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 
 #endif

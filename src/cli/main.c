@@ -27,6 +27,8 @@ static const command COMMANDS[] = {
     {"serve", cmd_serve, "HTTP completion server (OpenAI /v1/completions), batching requests"},
     {"bench", cmd_bench, "benchmarks: train, forward, gemm, peak, generate"},
     {"profile", cmd_profile, "profile training: per op, per layer, roofline, trace, report"},
+    {"distill", cmd_distill, "train a student on a teacher's soft labels (knowledge distillation)"},
+    {"pipeline", cmd_pipeline, "seed 003's compression stack on a corpus, measured after each stage (table + report)"},
     {"wse", cmd_wse, "GPT-2 on a simulated wafer-scale mesh (Cerebras-like): run, sweep"},
 };
 

@@ -52,6 +52,11 @@ static gpt2c_status check_ids(const int32_t *ids, size_t n, int V, const char *w
 
 gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
                                  float *loss) {
+    return gpt2c_model_forward_loss(m, tokens, targets, B, T, NULL, loss);
+}
+
+gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, const int32_t *targets, int B, int T,
+                                      const gpt2c_loss *custom, float *loss) {
     const gpt2c_config *c = &m->cfg;
     if (m->fp32_released)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "forward: the fp32 weights were given back for bf16 inference");
@@ -62,6 +67,7 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
     const int V = c->vocab_size, Vp = c->padded_vocab_size;
     GPT2C_TRY(check_ids(tokens, (size_t)N, V, "input"));
     if (targets) GPT2C_TRY(check_ids(targets, (size_t)N, V, "targets"));
+    if (custom && !targets) return gpt2c_fail(GPT2C_ERR_ARG, "forward: a custom loss needs the targets");
 
     gpt2c_acts *a = m->acts;
     const gpt2c_kernels *k = m->k;
@@ -137,8 +143,18 @@ gpt2c_status gpt2c_model_forward(gpt2c_model *m, const int32_t *tokens, const in
         }
         return GPT2C_OK;
     }
-    OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_fwd(N, V, Vp),
-       k->softmax_xent_forward(a->losses, a->logits, a->targets, N, V, Vp));
+    if (custom) { /* host memory only: the loss reads and rewrites the logits in place */
+        if (gpt2c_mem_is_device(k))
+            return gpt2c_fail(GPT2C_ERR_ARG, "a custom loss (distillation) runs on a host backend (cpu, blas, ref), "
+                                             "not on a device backend");
+        gpt2c_status st = GPT2C_OK; /* profiled as the loss op (a distillation's teacher forward counts in it) */
+        OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_fwd(N, V, Vp),
+           st = custom->forward(custom->ctx, a->losses, a->logits, tokens, targets, B, T, V, Vp));
+        GPT2C_TRY(st);
+    } else {
+        OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_fwd(N, V, Vp),
+           k->softmax_xent_forward(a->losses, a->logits, a->targets, N, V, Vp));
+    }
     if (gpt2c_mem_is_device(k)) { /* N floats back: the one sync of a forward */
         GPT2C_TRY(gpt2c_mem_download(k, a->losses_host, a->losses, sizeof(float) * N));
         GPT2C_TRY(k->device_check());

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "profile/session.h"
+#include "profile/svg.h"
 
 static const char *const COLORS[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -240,4 +241,9 @@ void gpt2c_prof_svg_scaling(gpt2c_profile_session *s, sbuf *b) {
     }
     if (!n) gpt2c_sb_puts(b, "<text x=\"20\" y=\"50\">no sweep in this run (use --threads 1,2,... or --backend cpu,blas)</text>\n");
     gpt2c_sb_puts(b, "</svg>\n");
+}
+
+void gpt2c_svg_hbar(sbuf *b, const char *id, const char *title, const char *const *labels, const double *v, int n,
+                    const char *unit) {
+    hbar(b, id, title, labels, v, n, unit);
 }

@@ -44,7 +44,7 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
         GPT2C_TRY(s);
         st.data_ms += ms_since(&t);
         mark(m, &c->hooks, GPT2C_PHASE_FORWARD);
-        GPT2C_TRY(gpt2c_model_forward(m, inputs, targets, c->B, c->T, &loss));
+        GPT2C_TRY(gpt2c_model_forward_loss(m, inputs, targets, c->B, c->T, src->loss, &loss));
         st.forward_ms += ms_since(&t);
         mark(m, &c->hooks, GPT2C_PHASE_BACKWARD);
         /* the last backward starts the reduce as each layer's gradients become final */

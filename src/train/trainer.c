@@ -91,7 +91,7 @@ gpt2c_status gpt2c_train(gpt2c_model *m, gpt2c_dataloader *train, gpt2c_dataload
     if (!dp || !dp->update) GPT2C_TRY(gpt2c_model_alloc_optimizer(m)); /* ZeRO-1 keeps its shard of the moments */
     const int nranks = dp ? dp->nranks : 1;
     const int do_eval = val && c->eval_every > 0;
-    const gpt2c_batch_source src = {loader_next, train};
+    const gpt2c_batch_source src = {loader_next, train, c->loss};
     gpt2c_step_cfg sc = {c->B, c->T, c->accum, 0, c->adamw, dp, c->hooks, start_step};
     for (int step = start_step; step < c->steps; step++) {
         if (m->prof) m->prof->step = step;
