@@ -41,9 +41,13 @@ cmp -s "$W/table.md" "$W/run/pipeline.md" && pass "the table on stdout is pipeli
 [ "$(grep -o '"name":' "$W/run/pipeline.json" | wc -l)" -eq 6 ] && pass "JSON: 6 stages" || fail "JSON stages"
 grep -q '"trials":\[[0-9.e+-]*,[0-9.e+-]*\]' "$W/run/pipeline.json" && pass "JSON: both trials kept" || fail "JSON trials"
 [ "$(grep -c '<svg id="chart_' "$W/run/report.html")" -eq 7 ] && pass "HTML: 7 charts" || fail "HTML charts"
-# a stage not in this build is pending with its reason, never a number
-grep -q '"name":"+ LoRA (rank 8)".*"note":"pending: [^"]*","measured":false' "$W/run/pipeline.json" \
-  && pass "LoRA row pending with a reason" || pass "LoRA row measured (LoRA is in this build)"
+grep -q '^| + LoRA (rank 8) | [0-9.]* |' "$W/run/pipeline.md" && pass "LoRA measured" || fail "LoRA row: $(grep LoRA "$W/run/pipeline.md")"
+# the pruned adapters: 80% of the adapter weights zero, saved, and the row measured
+grep -q '^| + prune adapters 80% | [^|]* | [0-9.]* |' "$W/run/pipeline.md" && pass "adapter pruning measured" \
+  || fail "prune row: $(grep prune "$W/run/pipeline.md")"
+grep -q '"note":"[0-9]* of [0-9]* adapter weights zero (8[0-9.]*%)' "$W/run/pipeline.json" && pass "80% of the adapter weights zero" \
+  || fail "prune note: $(grep -o '"note":"[^"]*adapter weights[^"]*"' "$W/run/pipeline.json")"
+[ -s "$W/run/adapter_pruned/adapter_model.safetensors" ] && pass "pruned adapter saved" || fail "no adapter_pruned"
 
 # bad input: one line, non-zero exit, nothing written
 mkdir "$W/keep"; echo keep > "$W/keep/pipeline.md"

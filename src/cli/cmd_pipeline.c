@@ -39,7 +39,8 @@ static void sizes(pipe_ctx *p) {
 /* what --out receives: the report's files, the distilled student and its adapter directory */
 static int pipe_output_name(const char *base, const void *user) {
     return cli_profile_output_name(base, user) || strcmp(base, "student.safetensors") == 0 ||
-           strcmp(base, "student_merged.safetensors") == 0 || strcmp(base, "adapter") == 0;
+           strcmp(base, "student_merged.safetensors") == 0 || strcmp(base, "adapter") == 0 ||
+           strcmp(base, "adapter_pruned") == 0;
 }
 
 static void pipe_free(pipe_ctx *p) {

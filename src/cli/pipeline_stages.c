@@ -10,6 +10,7 @@
 #include "gpt2c/distill.h"
 #include "gpt2c/io.h"
 #include "gpt2c/lora.h"
+#include "gpt2c/prune.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 
@@ -176,10 +177,30 @@ int pipe_stage_lora(pipe_ctx *p) {
     return pipe_measure(p, p->student, r, 0);
 }
 
+/* Seed 003's adapter pruning: the LoRA stage's adapters (OUT/adapter) reloaded onto the unmerged student,
+ * their A and B matrices L1-pruned 80% with one global threshold (prune --target lora), saved as
+ * OUT/adapter_pruned and served merged like the LoRA row.  Pruning trains nothing: no training memory. */
 int pipe_stage_prune_lora(pipe_ctx *p) {
-    pipe_row *r = pipe_new_row(p, "+ prune adapters 80%", "L1-prune 80% of the adapter weights (prune --target lora)");
-    snprintf(r->note, sizeof r->note, "pending: pruning the adapters (prune --target lora) is not in this build yet");
-    return 0;
+    char path[4200], dir[4200], out[4200];
+    snprintf(path, sizeof path, "%s/student.safetensors", p->out);
+    snprintf(dir, sizeof dir, "%s/adapter", p->out);
+    snprintf(out, sizeof out, "%s/adapter_pruned", p->out);
+    gpt2c_model_free(p->student);
+    p->student = NULL;
+    if (gpt2c_model_load(path, &p->student) != GPT2C_OK) return cli_fail_status("pipeline");
+    gpt2c_model_set_threads(p->student, p->threads);
+    if (gpt2c_peft_load(p->student, dir, 0, NULL, 0) != GPT2C_OK) return cli_fail_status("pipeline");
+    size_t zeros = 0, numel = 0;
+    if (gpt2c_prune_lora(p->student, 0.8, GPT2C_PRUNE_GLOBAL, GPT2C_PRUNE_UNSTRUCTURED, &zeros, &numel) != GPT2C_OK)
+        return cli_fail_status("pipeline");
+    if (gpt2c_peft_save(p->student, out, "student.safetensors", NULL, 0, 0) != GPT2C_OK)
+        return cli_error("pipeline", "--out: %s", gpt2c_errmsg());
+    pipe_row *r = pipe_new_row(p, "+ prune adapters 80%", "L1-prune 80% of the adapter weights (prune --target lora, "
+                                                           "global, unstructured); served merged");
+    snprintf(r->note, sizeof r->note, "%zu of %zu adapter weights zero (%.1f%%); pruning trains nothing", zeros, numel,
+             numel ? 100.0 * (double)zeros / (double)numel : 0.0);
+    if (gpt2c_lora_merge(p->student) != GPT2C_OK) return cli_fail_status("pipeline");
+    return pipe_measure(p, p->student, r, 0);
 }
 
 /* The student with its adapters merged, linear weights NF4 (embedding / LM head q8); its training memory is
