@@ -28,15 +28,7 @@
 #define OPT_V "gpt2c.lora.adamw.v"
 #define OPT_STEP "gpt2c.lora.opt_step"
 
-/* the module path of a site inside a GPT-2 block */
-static const char *site_module(int s) {
-    static const char *const mod[GPT2C_LORA_NUM_SITES] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
-    return mod[s];
-}
 
-static void tensor_name(char *buf, size_t n, int layer, int site, char ab) {
-    snprintf(buf, n, "base_model.model.transformer.h.%d.%s.lora_%c.weight", layer, site_module(site), ab);
-}
 
 int gpt2c_peft_is_adapter_dir(const char *dir) {
     char p[4096];
@@ -47,6 +39,16 @@ int gpt2c_peft_is_adapter_dir(const char *dir) {
 
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
+
+/* the module path of a site inside a GPT-2 block */
+static const char *site_module(int s) {
+    static const char *const mod[GPT2C_LORA_NUM_SITES] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+    return mod[s];
+}
+
+static void tensor_name(char *buf, size_t n, int layer, int site, char ab) {
+    snprintf(buf, n, "base_model.model.transformer.h.%d.%s.lora_%c.weight", layer, site_module(site), ab);
+}
 
 static gpt2c_status write_config(const gpt2c_lora *l, const char *dir, const char *base_model) {
     const gpt2c_lora_cfg *c = gpt2c_lora_config(l);
