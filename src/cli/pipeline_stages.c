@@ -226,7 +226,7 @@ int pipe_stage_nf4(pipe_ctx *p) {
  * row above already ran it, so its row points there instead of repeating the NF4 row's numbers. */
 int pipe_stage_flash(pipe_ctx *p) {
     pipe_row *r = pipe_new_row(p, "+ flash attention", "inference attention as flash attention (online softmax over "
-                                                       "64-key tiles of the KV cache, a few KiB of scratch)");
+                                                       "256-key tiles of the KV cache, 8 KiB of scratch per thread)");
     snprintf(r->note, sizeof r->note, "in every row: it is the cpu backend's inference attention (no switch), so the "
              "rows above already include it; gpt2c bench attention compares it with the two-pass and unfused kernels");
     return 0;
