@@ -56,9 +56,10 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
 #define GPT2C_BUILD_TYPE "unknown"
 #endif
 /* signature | kernel | threads | build (CMake sets GPT2C_BUILD_TYPE: an ASan
- * build's timings must not choose a Release build's blocking) */
+ * build's timings must not choose a Release build's blocking) | tune=2 (the
+ * two-layer workload; entries of the older one-layer tune are not reused) */
 static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d|build=%s", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=2", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
              omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
