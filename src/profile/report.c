@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "profile/session.h"
+#include "profile/html_page.h"
 #include "profile/table.h"
 #include "profile/topdown.h"
 #include "model/model_internal.h"
@@ -399,13 +400,10 @@ void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
 }
 
 void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
-    gpt2c_sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpt2c profile: ");
-    gpt2c_sb_html(b, s->model_name);
-    gpt2c_sb_puts(b, "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
-               "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}"
-               "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee}.note{color:#a40}"
-               "svg{display:block;margin:1em 0;border:1px solid #ddd}code{background:#f4f4f4}</style></head><body>\n");
-    gpt2c_sb_puts(b, "<h1>gpt2c profile</h1>\n<p><code>");
+    char title[256];
+    snprintf(title, sizeof title, "gpt2c profile: %s", s->model_name);
+    gpt2c_html_page_begin(b, title, "gpt2c profile");
+    gpt2c_sb_puts(b, "<p><code>");
     gpt2c_sb_html(b, s->command_line);
     gpt2c_sb_puts(b, "</code></p>\n");
     header_lines(s, b, 1);
@@ -431,8 +429,8 @@ void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
         if (T[i]) gpt2c_tbl_html(T[i], b, ids[i]);
         free(T[i]);
     }
-    gpt2c_sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n"
-               "</body></html>\n");
+    gpt2c_sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n");
+    gpt2c_html_page_end(b);
 }
 
 gpt2c_status gpt2c_profile_session_text(gpt2c_profile_session *s, char **out) {
