@@ -71,7 +71,7 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             gpt2c_tbl_set(t, r, 7, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
             if (s->have_peak && S_have(s, g, F_GFLOPS)) {
                 int mem = !strcmp(gpt2c_prof_bound(s, g), "memory-bound");
-                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.mem_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
+                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.mem_gbs : S_mean(s, g, F_GFLOPS) / gpt2c_prof_compute_roof(s, g)),
                         mem ? "bw" : "flops");
             } else gpt2c_tbl_set(t, r, 8, "-");
         }
@@ -215,7 +215,11 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
         gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s, %d threads), memory %.1f GB/s (read stream %.1f; %d threads) (%s)%s", pre,
                   s->peak.gflops, s->peak.best_isa, s->peak.threads, s->peak.mem_gbs, s->peak.read_gbs, s->peak.bw_threads,
                   s->peak.from_cache ? "cached" : "measured now", post);
-    else
+    if (s->have_peak && s->bf16_matmuls)
+        gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
+                        s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : s->peak.gflops,
+                        s->peak.bf16_gflops > 0 ? "vdpbf16ps" : "no AVX512_BF16: emulated with fp32 FMAs", post);
+    else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)
         gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
