@@ -65,6 +65,16 @@ check "bench generate reports the bytes per step and the bandwidth bound fields"
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"decode_bytes_per_step_mb\":.*\"decode_pct_of_bound\""'
 check "bench generate without a bandwidth figure says why" \
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak | grep -q "bound unavailable (--no-peak)"'
+# the KV cache type: bf16 by default with quantized weights, f32 on request (and for fp32 weights)
+check "bench generate: a quantized model's default KV cache is bf16" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"kv_cache\":\"bf16\""'
+check "bench generate --kv-cache f32 on a quantized model" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --kv-cache f32 --json | grep -q "\"kv_cache\":\"f32\""'
+check "bench generate: an fp32 model's default KV cache is f32" \
+    '"$G" bench generate --model "$W/fp32.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"kv_cache\":\"f32\""'
+g1=$("$G" generate --model "$W/fp32.safetensors" --kv-cache bf16 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
+check "generate --kv-cache bf16 on an fp32 model produces tokens" '[ -n "$g1" ]'
+bad "unknown --kv-cache" "--kv-cache 'int4': unknown cache type" generate --model "$W/q8.safetensors" --kv-cache int4 --prompt-ids 1
 head -c 100000 "$W/q8.safetensors" > "$W/trunc.safetensors"
 bad "a truncated quantized file" "trunc.safetensors" eval --model "$W/trunc.safetensors" --data "$W/val.bin"
 exit $fail

@@ -90,7 +90,8 @@ int main(void) {
     gpt2c_qmatmul_set_int8_act(0); /* the fp32-activation kernels first; int8 ones per case below */
     const gpt2c_format fmts[] = {GPT2C_FMT_Q8, GPT2C_FMT_Q4, GPT2C_FMT_NF4};
     const int shapes[][3] = {{1, 64, 7}, {2, 128, 9}, {3, 192, 4}, {4, 64, 8}, {5, 256, 13},
-                             {8, 128, 17}, {11, 320, 6}, {1, 8448, 3}, {6, 8448, 5}};
+                             {8, 128, 17}, {11, 320, 6}, {1, 8448, 3}, {6, 8448, 5}, {1, 384, 7}, {3, 768, 5},
+                             {2, 1280, 3}};
     for (int fi = 0; fi < 3; fi++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int variant = 0; variant < 2; variant++) {

@@ -125,7 +125,7 @@ int cmd_profile(int argc, char **argv) {
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16;
-    const char *quant = NULL;
+    const char *quant = NULL, *kv = NULL;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -149,6 +149,7 @@ int cmd_profile(int argc, char **argv) {
          "profile inference instead of training: a step = prefill --seq tokens for --batch sequences + --decode steps", 0, 0},
         {"--decode", CLI_INT, &decode, "with --infer: decode steps per profiled step [16]", 0, 1 << 20},
         QUANT_ARG_OPT(quant),
+        KV_ARG_OPT(kv),
         ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -190,7 +191,7 @@ int cmd_profile(int argc, char **argv) {
     /* --quant, or a quantized checkpoint: its inference is profiled (quantized bases are not trained) */
     /* with --adapter a quantized base is trained (QLoRA): its training steps are profiled */
     if ((quant || gpt2c_model_qweights(m)) && !adapter) infer = 1;
-    if (quant_arg_apply(CMD, quant, model, m, 1) || adapter_arg_apply(CMD, adapter, m)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         return 1;
     }

@@ -106,6 +106,77 @@ rows_vnni(float *out, const gpt2c_tensor *w, const float *bias, const int N, con
     }
 }
 
+/* q4 with rows a multiple of 128: 64 bytes of codes (4 groups of 32) per step.
+ * Group g's byte j holds element j (low nibble) and j + 16 (high), so the low
+ * nibbles of the 64 bytes are elements 0..15 of each group and the high ones
+ * elements 16..31: two vpdpbusd against the activations quantized into those
+ * two orders ([g0 0..15, g1 0..15, g2 0..15, g3 0..15], then 16..31) add into
+ * the same lanes, and 4-lane group g of the result is group g's whole dot
+ * product.  Per 128 weights and activation row: one load, one shift, two
+ * masks, two vpdpbusd, one conversion, one multiply (the lane scales dw *
+ * da) and one FMA: about 60% of the instructions of two 64-weight steps. */
+static void quantize_rows_q4x128(const float *inp, int N, int64_t IC) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + n * IC;
+        for (int64_t k = 0; k < IC; k += 128) {
+            float d[4];
+            for (int g = 0; g < 4; g++) {
+                const __m512 x0 = _mm512_loadu_ps(x + k + 32 * g), x1 = _mm512_loadu_ps(x + k + 32 * g + 16);
+                const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+                d[g] = amax / 127.0f;
+                const __m512 vid = _mm512_set1_ps(d[g] != 0.0f ? 1.0f / d[g] : 0.0f);
+                const __m512i q0 = quant16(x0, vid), q1 = quant16(x1, vid);
+                aq.cb[n][(k >> 5) + g] = 8.0f * d[g] * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+                _mm_store_si128((__m128i *)&aq.qa[n][k + 16 * g], _mm512_cvtsepi32_epi8(q0));
+                _mm_store_si128((__m128i *)&aq.qa[n][k + 64 + 16 * g], _mm512_cvtsepi32_epi8(q1));
+            }
+            _mm512_store_ps(&aq.da[n][k / 8], _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                                  _mm512_castps128_ps512(_mm_loadu_ps(d))));
+        }
+    }
+}
+
+__attribute__((target("avx512vnni"), always_inline)) static inline void
+rows_vnni_q4x128(float *out, const gpt2c_tensor *w, const float *bias, const int N, int act, int o0, int o1) {
+    const int64_t IC = w->cols, OC = w->rows;
+    const int b = gpt2c_quant_block(w->fmt, w->block);
+    const int64_t nbr = IC / b, nb32 = IC / 32;
+    const __m512i by4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), low4 = _mm512_set1_epi8(15);
+    int32_t blk32[QMM_MAX_IC / 32];
+    for (int64_t j = 0; j < nb32; j++) blk32[j] = (int32_t)(j * 32 / b);
+    for (int o = o0; o < o1; o++) {
+        __m512 acc[QMM_VNNI_ROWS];
+        for (int n = 0; n < N; n++) acc[n] = _mm512_setzero_ps();
+        const float *dw = w->scales + o * nbr;
+        const uint8_t *codes = (const uint8_t *)w->data + o * IC / 2;
+        for (int64_t k = 0; k < IC; k += 128) {
+            const __m512i v = _mm512_loadu_si512(codes + k / 2);
+            const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+            __m128 d4;
+            if (b == 32)
+                d4 = _mm_loadu_ps(dw + (k >> 5));
+            else
+                d4 = _mm_setr_ps(dw[blk32[k >> 5]], dw[blk32[(k >> 5) + 1]], dw[blk32[(k >> 5) + 2]], dw[blk32[(k >> 5) + 3]]);
+            const __m512 dws = _mm512_permutexvar_ps(by4, _mm512_castps128_ps512(d4));
+            for (int n = 0; n < N; n++) {
+                __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_load_si512(&aq.qa[n][k]));
+                dp = _mm512_dpbusd_epi32(dp, hi, _mm512_load_si512(&aq.qa[n][k + 64]));
+                acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(dws, _mm512_load_ps(&aq.da[n][k / 8])), acc[n]);
+            }
+        }
+        for (int n = 0; n < N; n++) {
+            /* the surplus of the unsigned codes (value + 8): sum over blocks of 32 of dw * cb */
+            __m512 c = _mm512_setzero_ps();
+            int64_t j = 0;
+            if (b == 32)
+                for (; j + 16 <= nb32; j += 16) c = _mm512_fmadd_ps(_mm512_loadu_ps(dw + j), _mm512_load_ps(&aq.cb[n][j]), c);
+            float corr = _mm512_reduce_add_ps(c);
+            for (; j < nb32; j++) corr += dw[blk32[j]] * aq.cb[n][j];
+            out[n * OC + o] = qmm_epilogue(_mm512_reduce_add_ps(acc[n]) - corr, bias, o, act);
+        }
+    }
+}
+
 int gpt2c_qmatmul_vnni_takes(const gpt2c_tensor *w, int N) {
     return (w->fmt == GPT2C_FMT_Q8 || w->fmt == GPT2C_FMT_Q4) && N <= QMM_VNNI_ROWS && w->cols <= QMM_MAX_IC &&
            w->cols % 64 == 0;
@@ -113,8 +184,17 @@ int gpt2c_qmatmul_vnni_takes(const gpt2c_tensor *w, int N) {
 
 __attribute__((target("avx512vnni"))) void gpt2c_qmatmul_avx512_vnni(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                                int o0, int o1) {
-    quantize_rows(inp, N, w->cols, w->fmt == GPT2C_FMT_Q4);
     const int q4 = w->fmt == GPT2C_FMT_Q4;
+    if (q4 && w->cols % 128 == 0) { /* 128 weights per step */
+        quantize_rows_q4x128(inp, N, w->cols);
+        switch (N) {
+        case 1: rows_vnni_q4x128(out, w, bias, 1, act, o0, o1); break;
+        case 2: rows_vnni_q4x128(out, w, bias, 2, act, o0, o1); break;
+        default: rows_vnni_q4x128(out, w, bias, 3, act, o0, o1); break;
+        }
+        return;
+    }
+    quantize_rows(inp, N, w->cols, q4);
     switch (N * 2 + q4) {
     case 2: rows_vnni(out, w, bias, 1, 0, act, o0, o1); break;
     case 3: rows_vnni(out, w, bias, 1, 1, act, o0, o1); break;
