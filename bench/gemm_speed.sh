@@ -25,8 +25,14 @@ extra=()
 # peaks first (all threads for bandwidth; FMA on the thread count used below)
 "$NEW" bench peak --threads "$T" --remeasure | tee "$OUT/peak.txt"
 "$NEW" --version | grep BLAS | tee -a "$OUT/machine.txt" || true
-# the autotune runs once before timing (it is cached per CPU signature)
-"$NEW" bench gemm --precision bf16 --threads "$T" --n 16 --reps 1 --no-blas --autotune > /dev/null
+# the autotunes (fp32 and bf16 blocking) run once before timing, each
+# build its own (cached per CPU signature; a build without the fp32
+# autotune ignores that flag for fp32)
+for G in "$NEW" ${OLD:+"$OLD"}; do
+  for p in fp32 bf16; do
+    "$G" bench gemm --precision $p --threads "$T" --n 16 --reps 1 --no-blas --autotune | grep -i blocking || true
+  done
+done | tee "$OUT/blocking.txt"
 for r in $(seq "$R"); do
   for p in fp32 bf16; do
     for which in new old; do

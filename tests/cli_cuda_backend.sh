@@ -5,11 +5,7 @@
 # same seed: the losses must agree closely and the checkpoints must load.
 set -u
 G=$1
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fails=0
-pass() { echo "ok: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/cli.sh"
 
 for i in $(seq 1 600); do
   echo "the quick brown fox number $i jumps over the lazy dog, and the dog sleeps."
@@ -20,15 +16,9 @@ if [[ $BUILD == *+jansson* && $BUILD == *+utf8proc* ]]; then
   $G tokenize --vocab "$W/vocab" --in "$W/text.txt" --out "$W/shards" --name t --val-tokens 1024 >/dev/null 2>&1 || { echo "tokenize failed"; exit 1; }
   VOCAB="$W/vocab"
 else # no tokenizer in this build: shards of pseudo-random ids < 300, written here (llm.c format)
-  le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
-  shard() { # shard FILE NTOKENS SEED
-    { le32 20240520; le32 1; le32 "$2"; head -c $((253 * 4)) /dev/zero
-      for ((i = 0; i < $2; i++)); do v=$(((i * 37 + $3 * 11 + i / 7) % 300)); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $((v >> 8)))"; done
-    } >"$1"
-  }
   mkdir -p "$W/shards"
-  shard "$W/shards/t_val_000000.bin" 1024 1
-  shard "$W/shards/t_train_000000.bin" 4096 2
+  token_shard "$W/shards/t_val_000000.bin" 1024 300 37 7 11
+  token_shard "$W/shards/t_train_000000.bin" 4096 300 37 7 22
   VOCAB=300
 fi
 COMMON=(--model gpt2 --layers 2 --heads 2 --embd 64 --ctx 64 --vocab "$VOCAB" --data "$W/shards/t_train_*.bin"

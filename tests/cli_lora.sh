@@ -8,24 +8,9 @@ set -u
 G="$1"
 "$G" --version | grep -q -- "+jansson" || { echo "SKIP: safetensors needs jansson"; exit 77; }
 F="${GPT2C_FIXTURES:?}"
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
-bad() { # bad NAME WANT-IN-MESSAGE gpt2c-args...
-    local name="$1" want="$2"; shift 2
-    local err; err=$("$G" "$@" 2>&1 >/dev/null); local rc=$?
-    if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && printf '%s' "$err" | grep -q -- "$want"; then
-        echo "ok: $name -> $err"
-    else
-        echo "FAIL: $name (rc=$rc): $err"; fail=1
-    fi
-}
+. "$(dirname "$0")/lib/cli.sh"
 # token shard of pseudo-random ids < 48 (llm.c format)
-le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
-{ le32 20240520; le32 1; le32 2048; head -c $((253 * 4)) /dev/zero
-  for ((i = 0; i < 2048; i++)); do v=$(((i * 37 + i / 7) % 48)); printf "\\x$(printf %02x $((v & 255)))\\x00"; done
-} > "$W/d.bin"
+token_shard "$W/d.bin" 2048 48 37 7
 BASE="$F/hf_dir"
 T=(train --model "$BASE" --data "$W/d.bin" --batch 2 --seq 12 --eval-every 0 --lr 1e-2 --threads 1)
 

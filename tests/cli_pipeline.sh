@@ -6,26 +6,9 @@ set -u
 G="$1"
 "$G" --version | grep -q -- "+jansson" || { echo "SKIP: safetensors needs jansson"; exit 77; }
 F="${GPT2C_FIXTURES:?}/distill"
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fails=0
-pass() { echo "ok: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
-expect_error() {
-  local name=$1 pat=$2; shift 2
-  "$@" >"$W/out" 2>"$W/err"; local rc=$?
-  if [ $rc -eq 0 ] || [ $rc -ge 128 ]; then fail "$name: exit $rc"; cat "$W/err"; return; fi
-  if [ "$(wc -l <"$W/err")" -ne 1 ]; then fail "$name: expected one line on stderr"; cat "$W/err"; return; fi
-  if ! grep -q -- "$pat" "$W/err"; then fail "$name: message lacks '$pat'"; cat "$W/err"; return; fi
-  pass "$name: $(cat "$W/err")"
-}
-le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
-shard() { # shard FILE N MULT: ids < 97
-  { le32 20240520; le32 1; le32 "$2"; head -c $((253 * 4)) /dev/zero
-    for ((i = 0; i < $2; i++)); do v=$(((i * $3 + i / 5) % 97)); printf "\\x$(printf %02x $v)\\x00"; done; } > "$1"
-}
-shard "$W/train.bin" 2048 37
-shard "$W/val.bin" 1024 53
+. "$(dirname "$0")/lib/cli.sh"
+token_shard "$W/train.bin" 2048 97 37 5
+token_shard "$W/val.bin" 1024 97 53 5
 P=(pipeline --teacher "$F/teacher.safetensors" --data "$W/train.bin" --val-data "$W/val.bin" --seq 12 --batch 2
    --distill-steps 3 --student-layers 1 --student-heads 2 --student-embd 64 --trials 2 --threads 1)
 

@@ -5,25 +5,10 @@
 set -u
 G="$1"
 "$G" --version | grep -q -- "+jansson" || { echo "SKIP: safetensors needs jansson"; exit 77; }
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
-bad() { # bad NAME WANT-IN-MESSAGE gpt2c-args...
-    local name="$1" want="$2"; shift 2
-    local err; err=$("$G" "$@" 2>&1 >/dev/null); local rc=$?
-    if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && printf '%s' "$err" | grep -q -- "$want"; then
-        echo "ok: $name -> $err"
-    else
-        echo "FAIL: $name (rc=$rc): $err"; fail=1
-    fi
-}
+. "$(dirname "$0")/lib/cli.sh"
 TINY=(--model gpt2 --layers 2 --heads 2 --embd 128 --ctx 64 --vocab 300)
 # token shards of pseudo-random ids < 300 (llm.c format)
-le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $((($1 >> 8) & 255)))\\x$(printf %02x $((($1 >> 16) & 255)))\\x$(printf %02x $((($1 >> 24) & 255)))"; }
-{ le32 20240520; le32 1; le32 1024; head -c $((253 * 4)) /dev/zero
-  for ((i = 0; i < 1024; i++)); do v=$(((i * 37 + i / 7) % 300)); printf "\\x$(printf %02x $((v & 255)))\\x$(printf %02x $((v >> 8)))"; done
-} > "$W/val.bin"
+token_shard "$W/val.bin" 1024 300 37 7
 
 "$G" train "${TINY[@]}" --data "$W/val.bin" --steps 1 --batch 2 --seq 32 --eval-every 0 --save "$W/fp32.safetensors" >/dev/null 2>&1
 check "an fp32 checkpoint to quantize" '[ -f "$W/fp32.safetensors" ]'

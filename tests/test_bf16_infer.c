@@ -8,7 +8,10 @@
  *    |error| <= (IC + 4) 2^-24 sum |x w| (a recursive fp32 sum's bound);
  *  - the range matmul through the cpu table (matmul_infer_range with a bf16
  *    view): few rows = the portable product bitwise, many rows (prefill) =
- *    the bf16 GEMM bitwise, GELU epilogue = the table's gelu_forward;
+ *    the bf16 GEMM bitwise, GELU epilogue = the table's gelu_forward; an
+ *    input rounded once by the caller (GPT2C_ACT_IN_BF16) = the same bits;
+ *  - a bf16 model's prefill against its decode path and the fp32 model
+ *    (within the bf16 logits tolerance), independent of the thread count;
  *  - the weight copies: every element the nearest-even bf16 of its master
  *    weight (NaN, infinities and ties included), and refreshed by an
  *    optimizer step for trainable tensors only. */
@@ -17,6 +20,7 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
+#include "gpt2c/infer.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/bf16.h"
@@ -120,6 +124,100 @@ static void test_range(void) {
     }
 }
 
+/* GPT2C_ACT_IN_BF16: the input rounded once by the caller gives the bits of
+ * the fp32 input rounded by the kernel, on both paths (few rows: the padded
+ * copy for the matrix-vector product; many: the GEMM's bf16 operand), with
+ * and without the GELU epilogue, in ranges of any width. */
+static void test_range_in_bf16(void) {
+    const gpt2c_kernels *k;
+    CHECK_OK(gpt2c_kernels_get("cpu", &k));
+    CHECK(k->infer_bf16_input);
+    const int IC = 77, OC = 300;
+    const int Ns[] = {3, GPT2C_BF16_GEMM_ROWS, 45};
+    const int steps[] = {64, 128, 256};
+    for (int t = 0; t < 3; t++) {
+        const int N = Ns[t], step = steps[t];
+        float *x = rnd((size_t)N * IC, 51), *wf = rnd((size_t)OC * IC, 52), *bias = rnd(OC, 53);
+        x[5] = NAN, x[IC + 2] = INFINITY; /* kept through both roundings alike */
+        uint16_t *w = malloc(sizeof(uint16_t) * OC * IC), *xb = malloc(sizeof(uint16_t) * N * IC);
+        for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
+        for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
+        const gpt2c_tensor wt = {GPT2C_FMT_BF16, OC, IC, w, NULL, NULL, 0};
+        float *got = calloc((size_t)N * OC, sizeof(float)), *want = calloc((size_t)N * OC, sizeof(float));
+        for (int act = 0; act < 2; act++) {
+            k->matmul_infer_range(want, x, &wt, bias, N, IC, OC, act, 0, OC);
+            for (int o0 = 0; o0 < OC; o0 += step)
+                k->matmul_infer_range(got, (const float *)(const void *)xb, &wt, bias, N, IC, OC, act | GPT2C_ACT_IN_BF16, o0,
+                                      o0 + step < OC ? o0 + step : OC);
+            CHECK_MSG(ndiff(got, want, (size_t)N * OC) == 0, "bf16 input N=%d act=%d: %zu outputs differ", N, act,
+                      ndiff(got, want, (size_t)N * OC));
+        }
+        free(x), free(wf), free(bias), free(w), free(xb), free(got), free(want);
+    }
+}
+
+/* max |a - b| / max |b| over the real vocabulary of n rows (stride Vp) */
+static double rows_rel(const float *a, const float *b, int n, int V, int Vp) {
+    double d = 0, ref = 0;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < V; i++) {
+            const double x = a[(size_t)r * Vp + i], y = b[(size_t)r * Vp + i];
+            if (!(fabs(x - y) <= d)) d = fabs(x - y);
+            if (fabs(y) > ref) ref = fabs(y);
+        }
+    return d / (ref > 0 ? ref : 1);
+}
+
+/* A bf16 model's prefill (40 rows in one pass: the GEMMs on rounded-once
+ * inputs, the LM head on every row) against the same tokens decoded one at a
+ * time (the matrix-vector path, its own summation order) and against the fp32
+ * model: within the bf16 logits tolerance of test_bf16_model (1e-2 of the
+ * largest logit), and bit for bit the same on 1 and 2 threads. */
+static void test_prefill_vs_decode(void) {
+    gpt2c_config cfg = {.max_seq_len = 64, .vocab_size = 203, .padded_vocab_size = 0, .num_layers = 2,
+                        .num_heads = 3, .channels = 96};
+    gpt2c_model *m32 = NULL, *m = NULL;
+    CHECK_OK(gpt2c_config_check(&cfg, "tiny"));
+    CHECK_OK(gpt2c_model_create(&cfg, &m32));
+    CHECK_OK(gpt2c_model_create(&cfg, &m));
+    if (!m32 || !m) return;
+    gpt2c_model_init_random(m32, 11);
+    gpt2c_model_init_random(m, 11);
+    CHECK_OK(gpt2c_model_set_precision(m, GPT2C_FMT_BF16));
+    const int T = 40, V = cfg.vocab_size, Vp = m->cfg.padded_vocab_size;
+    int32_t tok[40];
+    for (int i = 0; i < T; i++) tok[i] = (i * 53 + 7) % V;
+    float *pre = malloc(sizeof(float) * T * Vp), *pre1 = malloc(sizeof(float) * T * Vp);
+    float *dec = malloc(sizeof(float) * T * Vp), *f32 = malloc(sizeof(float) * T * Vp);
+    gpt2c_infer *s = NULL;
+    CHECK_OK(gpt2c_infer_create(m32, 1, T, 0, &s));
+    if (s) CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T, f32));
+    gpt2c_infer_free(s);
+    s = NULL;
+    CHECK_OK(gpt2c_infer_create(m, 2, T, 0, &s));
+    if (!s) return;
+    gpt2c_model_set_threads(m, 2);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T, pre));
+    gpt2c_model_set_threads(m, 1);
+    CHECK_OK(gpt2c_infer_prefill(s, 1, tok, T, pre1));
+    CHECK_MSG(ndiff(pre, pre1, (size_t)T * Vp) == 0, "bf16 prefill: 1 and 2 threads differ");
+    gpt2c_infer_reset(s, 0);
+    gpt2c_model_set_threads(m, 2);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, 1, dec)); /* one row: the decode path */
+    for (int t = 1; t < T; t++) {
+        const int seq = 0;
+        CHECK_OK(gpt2c_infer_decode_some(s, &seq, 1, tok + t, dec + (size_t)t * Vp));
+    }
+    const double e_dec = rows_rel(pre, dec, T, V, Vp), e_f32 = rows_rel(pre, f32, T, V, Vp);
+    printf("  bf16 prefill (40 rows) vs bf16 decode: %.2e, vs fp32 prefill: %.2e (tolerance 1e-2)\n", e_dec, e_f32);
+    CHECK_MSG(e_dec <= 1e-2, "bf16 prefill vs decode logits: rel err %.3g > 1e-2", e_dec);
+    CHECK_MSG(e_f32 <= 1e-2, "bf16 prefill vs fp32 logits: rel err %.3g > 1e-2", e_f32);
+    CHECK_MSG(e_f32 > 0 && e_dec > 0, "bf16 prefill equals fp32 or decode exactly: bf16 GEMM path not in effect?");
+    gpt2c_infer_free(s);
+    gpt2c_model_free(m32), gpt2c_model_free(m);
+    free(pre), free(pre1), free(dec), free(f32);
+}
+
 static float bits_f(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
@@ -195,6 +293,8 @@ static void test_copies(void) {
 int main(void) {
     test_gemv();
     test_range();
+    test_range_in_bf16();
+    test_prefill_vs_decode();
     test_copies();
     return tu_finish("test_bf16_infer");
 }

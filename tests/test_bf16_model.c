@@ -113,6 +113,28 @@ static void run_fixture(const char *name) {
     CHECK_MSG(e_logits <= TOL_LOGITS, "%s: bf16 logits rel err %.3g > %g", name, e_logits, TOL_LOGITS);
     CHECK_MSG(e_logits > MIN_BF16_EFFECT && e_logits > 10 * e_fp32,
               "%s: bf16 logits err %.3g is not above fp32's %.3g: bf16 not in effect?", name, e_logits, e_fp32);
+    /* every matmul reads its bf16 copy, not the fp32 master: doubling the
+     * masters of the block's matmul weights (copies not refreshed) must leave
+     * the logits bit for bit (the token embedding is read in fp32 by the
+     * encoder, so wte is left alone) */
+    {
+        const size_t nl = (size_t)B * T * Vp;
+        float *before = malloc(sizeof(float) * nl);
+        memcpy(before, gpt2c_model_logits(m), sizeof(float) * nl);
+        const int ids[4] = {GPT2C_P_QKVW, GPT2C_P_ATTPROJW, GPT2C_P_FCW, GPT2C_P_FCPROJW};
+        for (int t = 0; t < 4; t++) {
+            float *w = gpt2c_param_slice(m, m->params_mem, ids[t], 0);
+            for (size_t i = 0; i < m->info[ids[t]].numel; i++) w[i] *= 2.0f;
+        }
+        CHECK_OK(gpt2c_model_forward(m, tokens, NULL, B, T, NULL));
+        CHECK_MSG(memcmp(before, gpt2c_model_logits(m), sizeof(float) * nl) == 0,
+                  "%s: bf16 forward read an fp32 master weight instead of its bf16 copy", name);
+        for (int t = 0; t < 4; t++) { /* halving undoes the doubling exactly */
+            float *w = gpt2c_param_slice(m, m->params_mem, ids[t], 0);
+            for (size_t i = 0; i < m->info[ids[t]].numel; i++) w[i] *= 0.5f;
+        }
+        free(before);
+    }
 
     /* inference: prefill T-4 positions of sequence 0, decode the last 4 */
     gpt2c_infer *s = NULL;

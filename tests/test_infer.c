@@ -3,7 +3,10 @@
  * chunks, one-token decode and a batch of sequences at different positions;
  * the cpu backend's decode kernels match ref; sampling is reproducible;
  * bad input gets a one-line error. */
+#include <math.h>
 #include <stdint.h>
+
+#include "gpt2c/cpu.h"
 
 #include "gpt2c/infer.h"
 #include "gpt2c/model.h"
@@ -126,6 +129,40 @@ static void check_matmul_kernels(void) {
             CHECK_MSG(e < 1e-5, "matmul_infer N=%d IC=%d OC=%d act=%d: rel err %.3g", N, IC, OC, act, e);
         }
         free(x), free(w), free(b), free(o1), free(o2);
+    }
+}
+
+/* Prefill-shaped fp32 matmuls (>= 24 rows: the fp32 GEMM on AVX-512) keep
+ * the arithmetic prefill has always had, bit for bit: each output is the bias
+ * then one fused multiply-add per input channel, in order (the GELU after it
+ * is the kernel's own, so only act none is checked here). */
+static void check_prefill_matmul_bits(void) {
+    const gpt2c_kernels *cpu = NULL;
+    CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
+    if (!cpu) return;
+    const int shapes[][3] = {{40, 600, 70}, {25, 520, 33}, {64, 768, 200}, {30, 17, 129}};
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 5, 0);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int N = shapes[si][0], IC = shapes[si][1], OC = shapes[si][2];
+        float *x = malloc(sizeof(float) * N * IC), *w = malloc(sizeof(float) * OC * IC), *b = malloc(sizeof(float) * OC);
+        float *o = malloc(sizeof(float) * N * OC);
+        for (int i = 0; i < N * IC; i++) x[i] = gpt2c_rng_normal(&r);
+        for (int i = 0; i < OC * IC; i++) w[i] = 0.05f * gpt2c_rng_normal(&r);
+        for (int i = 0; i < OC; i++) b[i] = gpt2c_rng_normal(&r);
+        const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC);
+        for (int o0 = 0; o0 < OC; o0 += 64) /* in stage-sized ranges */
+            cpu->matmul_infer_range(o, x, &W, b, N, IC, OC, GPT2C_ACT_NONE, o0, o0 + 64 < OC ? o0 + 64 : OC);
+        size_t bad = 0;
+        for (int n = 0; n < N; n++)
+            for (int oc = 0; oc < OC; oc++) {
+                float acc = b[oc];
+                for (int i = 0; i < IC; i++) acc = fmaf(x[(size_t)n * IC + i], w[(size_t)oc * IC + i], acc);
+                bad += memcmp(&acc, &o[(size_t)n * OC + oc], 4) != 0;
+            }
+        if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512)
+            CHECK_MSG(bad == 0, "prefill matmul N=%d IC=%d OC=%d: %zu outputs not the in-order FMA sum", N, IC, OC, bad);
+        free(x), free(w), free(b), free(o);
     }
 }
 
@@ -344,6 +381,7 @@ int main(void) {
     check_cache_equals_full("cpu", 1e-4, 64, 2, 2);   /* hs = 32 */
     check_cache_equals_full("cpu", 1e-4, 80, 5, 1);   /* hs = 16, C not a multiple of 32 */
     check_matmul_kernels();
+    check_prefill_matmul_bits();
     check_sampling();
     check_bad_input();
     check_decode_some("ref");

@@ -4,6 +4,7 @@
  * from the vendor formula in src/profile/topdown.h. */
 #include "gpt2c/core.h"
 #include "profile/counters.h"
+#include "profile/session.h"
 #include "profile/topdown.h"
 #include "testutil.h"
 
@@ -70,6 +71,35 @@ int main(void) {
     if (c) {
         CHECK(!gpt2c_counters_have(c, GPT2C_CTR_CYCLES));
         gpt2c_counters_close(c);
+    }
+    /* The compute roof with bf16 matmuls: fp32 peak 100, bf16 peak 400; a group of
+     * 1e9 FLOPs with 6e8 in bf16 GEMMs takes at best 6e8/400e9 + 4e8/100e9 s =
+     * 5.5 ms -> roof 1e9 / 5.5e-3 = 181.818... GFLOP/s. */
+    {
+        static gpt2c_stat stats[M_COUNT];
+        gpt2c_profile_session s;
+        memset(&s, 0, sizeof s);
+        s.stats = stats;
+        s.have_peak = 1;
+        s.peak.gflops = 100;
+        s.peak.bf16_gflops = 400;
+        s.peak.mem_gbs = 10;
+        const int g = G_STEP;
+        stats[g * F_COUNT + F_FLOPS] = (gpt2c_stat){1e9, 0, 1e9, 1e9, 1};
+        stats[g * F_COUNT + F_BF16_FLOPS] = (gpt2c_stat){6e8, 0, 6e8, 6e8, 1};
+        CHECK(NEAR(gpt2c_prof_compute_roof(&s, g), 100)); /* fp32 model: the fp32 roof */
+        s.bf16_matmuls = 1;
+        CHECK(fabs(gpt2c_prof_compute_roof(&s, g) - 1e9 / 5.5e6) < 1e-6);
+        stats[g * F_COUNT + F_BF16_FLOPS].mean = 1e9; /* all in bf16: the bf16 roof */
+        CHECK(NEAR(gpt2c_prof_compute_roof(&s, g), 400));
+        s.peak.bf16_gflops = 0; /* no AVX512_BF16: emulated with fp32 FMAs */
+        CHECK(NEAR(gpt2c_prof_compute_roof(&s, g), 100));
+        /* bound: intensity 30 FLOP/B is under the bf16 ridge (400/10) but over fp32's (100/10) */
+        s.peak.bf16_gflops = 400;
+        stats[g * F_COUNT + F_AI] = (gpt2c_stat){30, 0, 30, 30, 1};
+        CHECK(!strcmp(gpt2c_prof_bound(&s, g), "memory-bound"));
+        s.bf16_matmuls = 0;
+        CHECK(!strcmp(gpt2c_prof_bound(&s, g), "compute-bound"));
     }
     return tu_finish("test_profile_formulas");
 }

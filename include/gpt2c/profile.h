@@ -69,6 +69,8 @@ typedef struct gpt2c_step_hooks {
 } gpt2c_step_hooks;
 const char *gpt2c_layer_type_name(gpt2c_layer_type lt);
 gpt2c_layer_type gpt2c_op_layer_type(gpt2c_op op);
+/* 1 for the five matmuls (qkv, attention projection, fc, fc projection, LM head). */
+int gpt2c_op_is_matmul(gpt2c_op op);
 
 typedef struct gpt2c_prof_event {
     uint64_t t0_ns, t1_ns;

@@ -80,7 +80,7 @@ int bench_gemm(int argc, char **argv) {
         {"--reps", CLI_INT, &reps, "timed runs per GEMM (median and best reported)", 1, 64},
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precision, "fp32 or bf16 (bf16 operands, fp32 accumulation; the weight stored bf16)", 0, 0},
-        {"--autotune", CLI_FLAG, &autotune, "redo the bf16 GEMM's blocking autotune for this CPU (cached per CPU signature)", 0, 0},
+        {"--autotune", CLI_FLAG, &autotune, "redo the GEMM's blocking autotune (of --precision) for this CPU (cached per CPU signature)", 0, 0},
         {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
         {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
@@ -106,13 +106,17 @@ int bench_gemm(int argc, char **argv) {
     const double peak = g_bf16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
     static const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
     static const char *opname[3] = {"fwd", "dinp", "dweight"};
-    /* the bf16 blocking: cached autotune for this CPU, or tuned now (--autotune: always) */
+    /* the blocking: cached autotune for this CPU, or tuned now (--autotune: always) */
     int from_cache = 0, fmc = 0, fnc = 0;
     double tuned = 0;
     gemm_bf16_blocking bl = {0, 0, 0};
     if (g_bf16) {
         bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
         gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
+    }
+    if (!g_bf16 && gpt2c_cpu_isa() != GPT2C_ISA_SCALAR) {
+        gpt2c_cpu_gemm_fp32_autotune(gpt2c_cpu_isa(), autotune, &fmc, &fnc, &from_cache, &tuned);
+        gpt2c_cpu_gemm_fp32_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
     }
     gpt2c_cpu_gemm_fp32_blocking(&fmc, &fnc);
     if (!json) {
@@ -124,8 +128,10 @@ int bench_gemm(int argc, char **argv) {
             printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
         else
-            printf("  fp32 blocking kc %d (fixed: it sets the summation order) mc %d nc %d (from this core's L2)\n", GEMM_KC,
-                   fmc, fnc);
+            printf("  fp32 blocking kc %d (fixed: it sets the summation order) mc %d nc %d (%s)\n", GEMM_KC, fmc, fnc,
+                   gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2"
+                   : from_cache                        ? "cached autotune"
+                                                       : "autotuned now");
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: unavailable for bf16 (no cblas_sbgemm used)\n");

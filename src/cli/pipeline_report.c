@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/pipeline.h"
 #include "gpt2c/cpu.h"
+#include "profile/html_page.h"
 #include "profile/sbuf.h"
 #include "profile/svg.h"
 #include "profile/table.h"
@@ -199,10 +200,8 @@ static void json(const pipe_ctx *p, sbuf *b) {
 static void html(const pipe_ctx *p, sbuf *b) {
     char line[512];
     setup_line(p, line, sizeof line);
-    gpt2c_sb_puts(b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>gpt2c pipeline</title><style>"
-               "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-               "td,th{border:1px solid #ccc;padding:3px 8px}td.n{text-align:right}</style></head><body>\n"
-               "<h1>gpt2c pipeline: seed 003's compression stack</h1>\n<p>");
+    gpt2c_html_page_begin(b, "gpt2c pipeline", "gpt2c pipeline: seed 003's compression stack");
+    gpt2c_sb_puts(b, "<p>");
     gpt2c_sb_html(b, line);
     gpt2c_sb_puts(b, "</p>\n");
     static const char *const heads[1 + M_COUNT] = {"stage",        "train MiB",    "infer MiB",
@@ -242,7 +241,7 @@ static void html(const pipe_ctx *p, sbuf *b) {
         gpt2c_svg_hbar(b, id, M_NAME[k], labels, v, n, M_UNIT[k]);
         gpt2c_sb_puts(b, "</div>\n");
     }
-    gpt2c_sb_puts(b, "</body></html>\n");
+    gpt2c_html_page_end(b);
 }
 
 int pipe_write_report(const pipe_ctx *p) {

@@ -69,6 +69,30 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
 
 static int nchunks(long total, int step) { return (int)((total + step - 1) / step); }
 
+/* Outputs per chunk of a matmul stage.  Few rows, or a quantized weight: 64.
+ * Many rows of an fp32 or bf16 weight: each chunk is a GEMM over all the
+ * rows, whose packing of the input is amortized over more outputs (64-wide
+ * chunks ran the bf16 GEMM ~20% slower than 128-256 on GPT-2's shapes), up
+ * to 256 wide while each thread still gets ~3 chunks (dynamic claiming
+ * evens out a preempted one).  Each output's arithmetic does not depend on
+ * its chunk. */
+static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
+    if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16)) return MM_CHUNK;
+    int step = OC / (3 * nth) / MM_CHUNK * MM_CHUNK;
+    return step < MM_CHUNK ? MM_CHUNK : step > 4 * MM_CHUNK ? 4 * MM_CHUNK : step;
+}
+
+/* dst (rows, IC) = src rounded to bf16, nearest even, NaN kept quiet (as
+ * kernels/bf16.h; branch-free so the loop vectorizes) */
+static void round_rows_bf16(uint16_t *restrict dst, const float *restrict src, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+    }
+}
+
 /* one layer's weight as a typed view, and a range of its matmul on k, or on
  * ref when k does not take the weight's format */
 #define W(id, l) infer_weight(m, GPT2C_P_##id, l)
@@ -127,6 +151,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
 #pragma omp parallel
     {
         int st = 0;
+        const int nth = omp_get_num_threads();
         const int recorder = prof && omp_get_thread_num() == 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
@@ -176,9 +201,20 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const int site = m->lora ? gpt2c_lora_site_of_param(bs->w) : -1;
                     const float *la = site >= 0 ? gpt2c_lora_A(m->lora, site, l, 0) : NULL;
                     if (gelu) out = buf[gpt2c_block_stages[++i].out];
-                    STAGE(nchunks(OC, MM_CHUNK), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
-                        RANGE(o0, o1, chunk, MM_CHUNK, OC);
-                        MATMUL_RANGE(out, in, w, bias, n, IC, OC, gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE, o0, o1);
+                    /* many rows on bf16 weights: the input rounded to bf16 once (see GPT2C_ACT_IN_BF16) */
+                    const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && w.fmt == GPT2C_FMT_BF16 &&
+                                    GPT2C_KERNELS_TAKES(k, matmul_infer_range, w.fmt);
+                    if (xbf)
+                        STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){0, 6.0 * n * IC}), {
+                            RANGE(r0, r1, chunk, ROW_CHUNK, n);
+                            round_rows_bf16(s->xbf + (size_t)r0 * IC, in + (size_t)r0 * IC, (size_t)(r1 - r0) * IC);
+                        });
+                    const int mstep = matmul_step(n, OC, w.fmt, nth);
+                    const void *min = xbf ? (const void *)s->xbf : (const void *)in;
+                    const int act = (gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE) | (xbf ? GPT2C_ACT_IN_BF16 : 0);
+                    STAGE(nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
+                        RANGE(o0, o1, chunk, mstep, OC);
+                        MATMUL_RANGE(out, min, w, bias, n, IC, OC, act, o0, o1);
                     });
                     if (la) { /* out += scale * (in A^T) B^T, then the gelu the matmul did not apply */
                         const float *lb = gpt2c_lora_B(m->lora, site, l, 0);
@@ -269,9 +305,17 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         }
         /* s->ln holds lnf (n,C) */
         const gpt2c_tensor wte = W(WTE, 0);
+        const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && wte.fmt == GPT2C_FMT_BF16 &&
+                         GPT2C_KERNELS_TAKES(k, matmul_infer_range, wte.fmt);
+        if (lxbf)
+            STAGE(nchunks(lm_rows, ROW_CHUNK), GPT2C_OP_MATMUL_LMHEAD, -1, ((op_cost){0, 6.0 * lm_rows * C}), {
+                RANGE(r0, r1, chunk, ROW_CHUNK, lm_rows);
+                round_rows_bf16(s->xbf + (size_t)r0 * C, lm_in + (size_t)r0 * C, (size_t)(r1 - r0) * C);
+            });
+        const void *lmin = lxbf ? (const void *)s->xbf : (const void *)lm_in;
         STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
-            MATMUL_RANGE(lm_out, lm_in, wte, NULL, lm_rows, C, Vp, GPT2C_ACT_NONE, o0, o1);
+            MATMUL_RANGE(lm_out, lmin, wte, NULL, lm_rows, C, Vp, lxbf ? GPT2C_ACT_IN_BF16 : GPT2C_ACT_NONE, o0, o1);
         });
     }
     if (all_logits)

@@ -5,8 +5,10 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/lora.h"
+#include "gpt2c/precision.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
+#include "model/gpt2_block.h"
 #include "model/model_internal.h"
 
 /* Decode streams every weight once per step.  Backed by 2 MiB pages, the
@@ -30,6 +32,12 @@ int gpt2c_infer_hugepages(const gpt2c_model *m) {
     (void)m;
     return 0;
 #endif
+}
+
+static int block_matmuls(void) {
+    int n = 0;
+    for (int i = 0; i < GPT2C_BLOCK_NSTAGES; i++) n += gpt2c_block_stages[i].kind == GPT2C_STAGE_MATMUL;
+    return n;
 }
 
 gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int chunk, gpt2c_infer **out) {
@@ -67,18 +75,24 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     /* every buffer rounded up to 16 floats, so each starts 64-byte aligned; a bf16 cache takes half the floats */
 #define RUP(n) (((size_t)(n) + 15) & ~(size_t)15)
     const size_t cache_floats = s->kv_bf16 ? RUP((L * s->layer_cache + 1) / 2) : RUP(L * s->layer_cache);
+    /* the bf16 rows of a matmul's input (infer_forward.c: bf16 weights on a
+     * table that takes them, prefill-sized passes): (R, 4C) bf16 in floats' room */
+    const int bf16_rows = m->k->infer_bf16_input && gpt2c_model_precision(m) == GPT2C_FMT_BF16 &&
+                          R >= GPT2C_INFER_GEMM_ROWS;
     const size_t sizes[] = {cache_floats, cache_floats, RUP(R * C), RUP(R * C), RUP(R * C),
                             RUP(R),                  RUP(R),                  RUP(R * 3 * C), RUP(R * C), RUP(R * C),
-                            RUP(R * 4 * C),          RUP((size_t)batch * Vp)};
+                            RUP(R * 4 * C),          RUP((size_t)batch * Vp), bf16_rows ? RUP(R * 2 * C) : 0};
+    float *xbf = NULL;
     float **dst[] = {&s->kc, &s->vc, &s->x, &s->x2, &s->ln, &s->mean, &s->rstd, &s->qkv, &s->atty, &s->proj,
-                     &s->fch, &s->logits};
+                     &s->fch, &s->logits, &xbf};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     s->floats = total;
     s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
-    s->nctr = gpt2c_infer_block_stage_count() * (int)L + 4; /* stages of one pass: encoder, blocks, LM head (+2 spare) */
+    /* stages of one pass: encoder, blocks, LM head (+2 spare); with bf16 rows, one more (the rounding) per matmul */
+    s->nctr = gpt2c_infer_block_stage_count() * (int)L + 4 + (bf16_rows ? block_matmuls() * (int)L + 1 : 0);
     if (m->lora) { /* unmerged adapters: up to 3 more stages per adapted matmul (x A^T, + t B^T, gelu) */
         s->nctr += 3 * GPT2C_LORA_NUM_SITES * (int)L;
         s->lora_t = gpt2c_alloc(sizeof(float) * (size_t)R * gpt2c_lora_config(m->lora)->rank, "LoRA inference rows");
@@ -99,6 +113,7 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
         s->kc16 = (uint16_t *)s->kc, s->vc16 = (uint16_t *)s->vc;
         s->kc = s->vc = NULL;
     }
+    s->xbf = bf16_rows ? (uint16_t *)xbf : NULL;
 #undef RUP
     *out = s;
     return GPT2C_OK;

@@ -4,8 +4,15 @@
 #define GPT2C_INFER_STATE_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "gpt2c/infer.h"
+
+/* From this many rows (prefill) a pass's fp32 and bf16 matmuls run in wide
+ * output chunks, each a GEMM over all the rows; with bf16 weights their input
+ * is rounded to bf16 once per matmul (a stage of its own) instead of in every
+ * chunk.  Fewer rows (decode): 64-output chunks of matrix-vector products. */
+enum { GPT2C_INFER_GEMM_ROWS = 16 };
 
 /* One stage of the parallel forward (infer_forward.c): chunks claimed, chunks
  * done.  One cache line each, so threads claiming in one stage do not slow
@@ -40,6 +47,7 @@ struct gpt2c_infer {
     float *proj;        /* (R,C) projection outputs */
     float *fch;         /* (R,4C) gelu(fc) */
     float *logits;      /* (B,Vp) last logits of each sequence */
+    uint16_t *xbf;      /* (R,4C) a matmul's input rows rounded to bf16 (bf16 weights, many rows; else NULL) */
     float *lora_t;      /* (R, rank) LoRA adapters: scale * x A^T of the rows in flight (NULL: none) */
     gpt2c_stage_ctr *ctr; /* (nctr) stage counters of one forward pass */
     int nctr;

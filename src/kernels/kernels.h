@@ -16,6 +16,11 @@
 #include "kernels/ops.h"
 
 enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_range */
+/* A flag OR'd into matmul_infer_range's act, only for a table with
+ * infer_bf16_input set and a bf16 weight: inp then points to N rows of IC bf16
+ * values (uint16_t, row stride IC), the fp32 input already rounded to nearest
+ * even (kernels/bf16.h) -- rounded once per matmul instead of once per range. */
+enum { GPT2C_ACT_IN_BF16 = 0x100 };
 
 struct gpt2c_profiler;
 
@@ -40,6 +45,7 @@ typedef struct gpt2c_kernels {
     const char *name; /* "ref", "cpu", "blas", "cuda" */
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
     gpt2c_op_formats formats;
+    int infer_bf16_input; /* matmul_infer_range takes GPT2C_ACT_IN_BF16 (with bf16 weights) */
     /* compute (ops.h), then device memory and profiler hooks (device backends only) */
 #define GPT2C_TABLE_ENTRY(ret, name, params, args) ret(*name) params;
     GPT2C_OPS_COMPUTE(GPT2C_TABLE_ENTRY)

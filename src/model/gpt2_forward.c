@@ -106,7 +106,7 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
             float *in = buf[bs->in], *out = buf[bs->out];
             switch (bs->kind) {
             case GPT2C_STAGE_MATMUL: {
-                const gpt2c_tensor w = gpt2c_qlora_weight(m, bs->w, l);
+                const gpt2c_tensor w = gpt2c_qlora_model_weight(m, bs->w, l); /* the bf16 copy in bf16 */
                 OP(bs->op, l, cost_matmul_fwd(N, IC, OC, w.fmt),
                    (MATMUL(out, in, w, gpt2c_param_slice(m, m->params_mem, bs->b, l), N, IC, OC),
                     LORA(bs->w, l, out, in, N)));

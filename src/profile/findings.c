@@ -6,9 +6,16 @@
 
 #include "profile/session.h"
 
+double gpt2c_prof_compute_roof(const gpt2c_profile_session *s, int g) {
+    const double pf = s->peak.gflops, pb = s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : pf;
+    if (!s->bf16_matmuls || !S_have(s, g, F_FLOPS)) return pf;
+    const double f = S_mean(s, g, F_FLOPS), fb = S_have(s, g, F_BF16_FLOPS) ? S_mean(s, g, F_BF16_FLOPS) : 0;
+    return f > 0 ? f / (fb / pb + (f - fb) / pf) : pf;
+}
+
 const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
     if (!s->have_peak || !S_have(s, g, F_AI)) return "";
-    return S_mean(s, g, F_AI) < s->peak.gflops / s->peak.mem_gbs ? "memory-bound" : "compute-bound";
+    return S_mean(s, g, F_AI) < gpt2c_prof_compute_roof(s, g) / s->peak.mem_gbs ? "memory-bound" : "compute-bound";
 }
 
 #define ADD(...)                                                              \
@@ -36,8 +43,8 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
                 s->peak.mem_gbs);
         else if (s->have_peak && S_have(s, g, F_GFLOPS))
             ADD("%s is the top op: %.1f%% of the step at %.1f GFLOP/s = %.1f%% of this machine's %.0f GFLOP/s peak (%s) -> %s",
-                gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GFLOPS), 100 * S_mean(s, g, F_GFLOPS) / s->peak.gflops,
-                s->peak.gflops, gpt2c_prof_bound(s, g),
+                gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GFLOPS), 100 * S_mean(s, g, F_GFLOPS) / gpt2c_prof_compute_roof(s, g),
+                gpt2c_prof_compute_roof(s, g), gpt2c_prof_bound(s, g),
                 strncmp(gpt2c_op_name((gpt2c_op)top), "matmul", 6) == 0 ? "a blocked, register-tiled GEMM kernel or the BLAS backend"
                                                                          : "a blocked, vectorised kernel for it");
         else
@@ -79,22 +86,23 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
     }
     if (s->have_peak && S_have(s, G_STEP, F_GFLOPS))
         ADD("whole step: %.1f GFLOP/s = %.1f%% of peak (%.1f ms/step)", S_mean(s, G_STEP, F_GFLOPS),
-            100 * S_mean(s, G_STEP, F_GFLOPS) / s->peak.gflops, step);
+            100 * S_mean(s, G_STEP, F_GFLOPS) / gpt2c_prof_compute_roof(s, G_STEP), step);
     if (s->ctr && gpt2c_counters_min_running_ratio(s->ctr) < 0.999)
         ADD("hardware counters were multiplexed (min running/enabled %.2f): counts are scaled estimates of the kernel's sampling, ratios within a group are exact",
             gpt2c_counters_min_running_ratio(s->ctr));
     /* a figure above the cached peak means the peak was measured at a slower
      * moment (a VM's memory bandwidth moves with its neighbours): say so */
     if (s->have_peak) {
-        double max_gbs = 0, max_gflops = 0;
+        double max_gbs = 0, max_gflops = 0, roof = s->peak.gflops;
         for (int lt = 0; lt < GPT2C_LT_COUNT; lt++) {
             int g = G_LT0 + lt;
             if (S_have(s, g, F_GBS) && S_mean(s, g, F_GBS) > max_gbs) max_gbs = S_mean(s, g, F_GBS);
-            if (S_have(s, g, F_GFLOPS) && S_mean(s, g, F_GFLOPS) > max_gflops) max_gflops = S_mean(s, g, F_GFLOPS);
+            if (S_have(s, g, F_GFLOPS) && S_mean(s, g, F_GFLOPS) / gpt2c_prof_compute_roof(s, g) > max_gflops / roof)
+                max_gflops = S_mean(s, g, F_GFLOPS), roof = gpt2c_prof_compute_roof(s, g);
         }
-        if (max_gbs > s->peak.mem_gbs || max_gflops > s->peak.gflops)
+        if (max_gbs > s->peak.mem_gbs || max_gflops > roof)
             ADD("achieved %.1f GB/s / %.1f GFLOP/s exceeds the cached peak (%.1f GB/s, %.1f GFLOP/s): the peak was measured at a slower moment, so %% of peak here is relative to it -> gpt2c bench peak --remeasure",
-                max_gbs, max_gflops, s->peak.mem_gbs, s->peak.gflops);
+                max_gbs, max_gflops, s->peak.mem_gbs, roof);
     }
     if (s->prof.dropped) ADD("%zu scopes did not fit the event buffer: raise max_events", s->prof.dropped);
     return n;

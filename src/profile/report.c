@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "profile/session.h"
+#include "profile/html_page.h"
 #include "profile/table.h"
 #include "profile/topdown.h"
 #include "model/model_internal.h"
@@ -70,7 +71,7 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             gpt2c_tbl_set(t, r, 7, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
             if (s->have_peak && S_have(s, g, F_GFLOPS)) {
                 int mem = !strcmp(gpt2c_prof_bound(s, g), "memory-bound");
-                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.mem_gbs : S_mean(s, g, F_GFLOPS) / s->peak.gflops),
+                gpt2c_tbl_set(t, r, 8, "%.1f%% %s", 100 * (mem ? S_mean(s, g, F_GBS) / s->peak.mem_gbs : S_mean(s, g, F_GFLOPS) / gpt2c_prof_compute_roof(s, g)),
                         mem ? "bw" : "flops");
             } else gpt2c_tbl_set(t, r, 8, "-");
         }
@@ -214,7 +215,11 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
         gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s, %d threads), memory %.1f GB/s (read stream %.1f; %d threads) (%s)%s", pre,
                   s->peak.gflops, s->peak.best_isa, s->peak.threads, s->peak.mem_gbs, s->peak.read_gbs, s->peak.bw_threads,
                   s->peak.from_cache ? "cached" : "measured now", post);
-    else
+    if (s->have_peak && s->bf16_matmuls)
+        gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
+                        s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : s->peak.gflops,
+                        s->peak.bf16_gflops > 0 ? "vdpbf16ps" : "no AVX512_BF16: emulated with fp32 FMAs", post);
+    else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)
         gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
@@ -399,13 +404,10 @@ void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
 }
 
 void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
-    gpt2c_sb_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpt2c profile: ");
-    gpt2c_sb_html(b, s->model_name);
-    gpt2c_sb_puts(b, "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;color:#222}"
-               "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}"
-               "td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#eee}.note{color:#a40}"
-               "svg{display:block;margin:1em 0;border:1px solid #ddd}code{background:#f4f4f4}</style></head><body>\n");
-    gpt2c_sb_puts(b, "<h1>gpt2c profile</h1>\n<p><code>");
+    char title[256];
+    snprintf(title, sizeof title, "gpt2c profile: %s", s->model_name);
+    gpt2c_html_page_begin(b, title, "gpt2c profile");
+    gpt2c_sb_puts(b, "<p><code>");
     gpt2c_sb_html(b, s->command_line);
     gpt2c_sb_puts(b, "</code></p>\n");
     header_lines(s, b, 1);
@@ -431,8 +433,8 @@ void gpt2c_prof_render_html(gpt2c_profile_session *s, sbuf *b) {
         if (T[i]) gpt2c_tbl_html(T[i], b, ids[i]);
         free(T[i]);
     }
-    gpt2c_sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n"
-               "</body></html>\n");
+    gpt2c_sb_puts(b, "<p>Files: trace.json (open in ui.perfetto.dev or chrome://tracing), summary.json, ops.csv, *.svg.</p>\n");
+    gpt2c_html_page_end(b);
 }
 
 gpt2c_status gpt2c_profile_session_text(gpt2c_profile_session *s, char **out) {

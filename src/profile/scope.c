@@ -22,6 +22,10 @@ const char *gpt2c_op_name(gpt2c_op op) { return (unsigned)op < GPT2C_OP_COUNT ? 
 const char *gpt2c_phase_name(gpt2c_phase ph) { return (unsigned)ph < GPT2C_PHASE_COUNT ? PHASE_NAMES[ph] : "?"; }
 const char *gpt2c_layer_type_name(gpt2c_layer_type lt) { return (unsigned)lt < GPT2C_LT_COUNT ? LT_NAMES[lt] : "?"; }
 gpt2c_layer_type gpt2c_op_layer_type(gpt2c_op op) { return (unsigned)op < GPT2C_OP_COUNT ? OP_LT[op] : GPT2C_LT_COUNT; }
+int gpt2c_op_is_matmul(gpt2c_op op) {
+    return op == GPT2C_OP_MATMUL_QKV || op == GPT2C_OP_MATMUL_ATTPROJ || op == GPT2C_OP_MATMUL_FC ||
+           op == GPT2C_OP_MATMUL_FCPROJ || op == GPT2C_OP_MATMUL_LMHEAD;
+}
 
 gpt2c_status gpt2c_profiler_init(gpt2c_profiler *p, size_t cap) {
     memset(p, 0, sizeof *p);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 #include "profile/session.h"
 #include "profile/topdown.h"
@@ -28,7 +29,7 @@ const char *gpt2c_group_name(int g, char *buf, size_t n) {
 }
 
 const char *gpt2c_field_name(int f) {
-    static const char *const N[] = {"ms", "op_ms", "calls", "flops", "bytes"};
+    static const char *const N[] = {"ms", "op_ms", "calls", "flops", "bytes", "bf16_flops"};
     static const char *const D[] = {"gflops_per_s", "gb_per_s", "flops_per_byte", "pct_of_step", "cpu_util_pct",
                                     "cpi", "l1d_mpki", "llc_mpki", "branch_mpki", "frontend_bound",
                                     "bad_speculation", "backend_bound", "retiring", "smt_contention",
@@ -97,6 +98,7 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     gpt2c_profile_session *s = calloc(1, sizeof *s);
     if (!s) return gpt2c_fail(GPT2C_ERR_NOMEM, "profile session: out of memory");
     s->m = m;
+    s->bf16_matmuls = gpt2c_model_precision(m) == GPT2C_FMT_BF16;
     s->L = m->cfg.num_layers;
     s->B = m->B;
     s->T = m->T;
@@ -198,10 +200,11 @@ void gpt2c_profile_session_phase(gpt2c_profile_session *s, gpt2c_phase ph) {
     s->prof.phase = (int)ph;
 }
 
-static void add_event(double *g, double ms, double flops, double bytes, const double *ctr) {
+static void add_event(double *g, double ms, double flops, double bf16_flops, double bytes, const double *ctr) {
     g[F_OPMS] += ms;
     g[F_CALLS] += 1;
     g[F_FLOPS] += flops;
+    g[F_BF16_FLOPS] += bf16_flops;
     g[F_BYTES] += bytes;
     if (ctr)
         for (int c = 0; c < GPT2C_CTR_COUNT; c++) g[F_CTR0 + c] += ctr[c];
@@ -215,15 +218,16 @@ static void fold_step(gpt2c_profile_session *s) {
         double ms = (double)(e->t1_ns - e->t0_ns) * 1e-6;
         const double *ctr = s->ctr ? s->ev_ctr + i * GPT2C_CTR_COUNT : NULL;
         int op = e->op, lt = gpt2c_op_layer_type((gpt2c_op)op);
+        const double bf = s->bf16_matmuls && gpt2c_op_is_matmul((gpt2c_op)op) ? e->flops : 0;
         double *g;
         g = s->acc + (G_OP0 + op) * F_COUNT;
         g[F_MS] += ms;
-        add_event(g, ms, e->flops, e->bytes, ctr);
+        add_event(g, ms, e->flops, bf, e->bytes, ctr);
         g = s->acc + (G_LT0 + lt) * F_COUNT;
         g[F_MS] += ms;
-        add_event(g, ms, e->flops, e->bytes, ctr);
-        add_event(s->acc + (G_PHASE0 + e->phase) * F_COUNT, ms, e->flops, e->bytes, ctr);
-        add_event(s->acc + G_STEP * F_COUNT, ms, e->flops, e->bytes, ctr);
+        add_event(g, ms, e->flops, bf, e->bytes, ctr);
+        add_event(s->acc + (G_PHASE0 + e->phase) * F_COUNT, ms, e->flops, bf, e->bytes, ctr);
+        add_event(s->acc + G_STEP * F_COUNT, ms, e->flops, bf, e->bytes, ctr);
         if (e->phase == GPT2C_PHASE_FORWARD) {
             int in[COMP_COUNT] = {op != GPT2C_OP_SOFTMAX_XENT, 1, e->layer >= 0, lt == GPT2C_LT_ATTENTION,
                                   lt == GPT2C_LT_FFN, op == GPT2C_OP_ENCODER};
@@ -231,7 +235,7 @@ static void fold_step(gpt2c_profile_session *s) {
                 if (in[c]) {
                     g = s->acc + (G_COMP0 + c) * F_COUNT;
                     g[F_MS] += ms;
-                    add_event(g, ms, e->flops, e->bytes, ctr);
+                    add_event(g, ms, e->flops, bf, e->bytes, ctr);
                 }
         }
     }

@@ -24,6 +24,7 @@ enum { COMP_FULL_FWD, COMP_FWD_LOSS, COMP_BLOCK, COMP_ATTN, COMP_FFN, COMP_EMB, 
 /* Fields of a group: raw sums per step, then metrics derived per trial. */
 enum {
     F_MS, F_OPMS, F_CALLS, F_FLOPS, F_BYTES, /* F_MS: wall (spans for step/phase); F_OPMS: sum of op scopes */
+    F_BF16_FLOPS,                  /* the part of F_FLOPS done by bf16 GEMMs (vdpbf16ps roof) */
     F_CTR0,                        /* GPT2C_CTR_COUNT raw counters */
     F_GFLOPS = F_CTR0 + GPT2C_CTR_COUNT, F_GBS, F_AI, F_PCT_STEP,
     F_CPU_UTIL,                    /* task-clock / (wall * threads) */
@@ -90,6 +91,7 @@ struct gpt2c_profile_session {
 
     gpt2c_peak peak;
     int have_peak;
+    int bf16_matmuls; /* the model computes its matmuls in bf16 (--precision bf16) */
     char peak_reason[256];
 
     scaling_row scaling[64];
@@ -98,6 +100,12 @@ struct gpt2c_profile_session {
 };
 
 static inline double S_mean(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].mean; }
+
+/* The compute roof of group g, GFLOP/s: the fp32 FMA peak, or with bf16
+ * matmuls the time-weighted mix of the two roofs over the group's FLOPs
+ * (F flops of which Fb in bf16 GEMMs take at best Fb/Pbf16 + (F-Fb)/Pfp32
+ * seconds).  Needs have_peak. */
+double gpt2c_prof_compute_roof(const gpt2c_profile_session *s, int g);
 static inline const gpt2c_stat *S_stat(const gpt2c_profile_session *s, int g, int f) { return &s->stats[g * F_COUNT + f]; }
 static inline int S_have(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].n > 0; }
 

@@ -138,7 +138,8 @@ void gpt2c_prof_svg_attn_ffn(gpt2c_profile_session *s, sbuf *b) {
 void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
     const int X0 = 70, X1 = 740, Y0 = 440, Y1 = 40;
     const double ai_lo = 0.01, ai_hi = 1000;
-    double g_hi = s->have_peak ? s->peak.gflops * 2 : 1000, g_lo = g_hi / 1e5;
+    const double pbf = s->bf16_matmuls && s->peak.bf16_gflops > s->peak.gflops ? s->peak.bf16_gflops : 0;
+    double g_hi = s->have_peak ? (pbf > 0 ? pbf : s->peak.gflops) * 2 : 1000, g_lo = g_hi / 1e5;
     head(b, "svg-roofline", 480, "Roofline: achieved GFLOP/s vs arithmetic intensity (per op kind)");
 #define XP(ai) (X0 + (X1 - X0) * (log10(ai) - log10(ai_lo)) / (log10(ai_hi) - log10(ai_lo)))
 #define YP(g) (Y0 - (Y0 - Y1) * (log10(g) - log10(g_lo)) / (log10(g_hi) - log10(g_lo)))
@@ -155,6 +156,13 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
                   XP(ai_lo), YP(ai_lo * s->peak.mem_gbs), XP(ridge), YP(s->peak.gflops), XP(ai_hi), YP(s->peak.gflops));
         gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">peak %.0f GFLOP/s (%s), %.1f GB/s, ridge %.2f</text>\n",
                   XP(ridge) - 150, YP(s->peak.gflops) - 6, s->peak.gflops, s->peak.best_isa, s->peak.mem_gbs, ridge);
+        if (pbf > 0) { /* bf16 matmuls: their own, higher roof */
+            const double rb = pbf / s->peak.mem_gbs;
+            gpt2c_sb_printf(b, "<polyline fill=\"none\" stroke=\"#c00\" stroke-dasharray=\"6,4\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+                            XP(ridge), YP(s->peak.gflops), XP(rb), YP(pbf), XP(ai_hi), YP(pbf));
+            gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c00\">bf16 matmuls: %.0f GFLOP/s (vdpbf16ps)</text>\n",
+                            XP(rb) + 6, YP(pbf) - 6, pbf);
+        }
     } else {
         gpt2c_sb_printf(b, "<text x=\"%d\" y=\"%d\" fill=\"#c00\">machine peaks unavailable: ", X0 + 10, Y1 + 20);
         gpt2c_sb_html(b, s->peak_reason);
@@ -163,10 +171,11 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
     /* labels placed greedily, largest GFLOP/s first: beside the point if the
      * box is free, else moved up or down (then to the left) with a leader line,
      * never over another label, point or the plot's notes */
-    box placed[GPT2C_OP_COUNT * 2 + 2];
+    box placed[GPT2C_OP_COUNT * 2 + 3];
     int nplaced = 0;
     placed[nplaced++] = s->have_peak ? (box){XP(s->peak.gflops / s->peak.mem_gbs) - 150, YP(s->peak.gflops) - 18, 330, 14}
                                      : (box){X0 + 8, Y1 + 8, 660, 16};
+    if (s->have_peak && pbf > 0) placed[nplaced++] = (box){XP(pbf / s->peak.mem_gbs) + 6, YP(pbf) - 18, 260, 14};
     gv pts[GPT2C_OP_COUNT];
     int np = 0;
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "profile/html_page.h"
 #include "profile/sbuf.h"
 #include "wse/wse_result.h"
 #include "model/model_internal.h"
@@ -205,9 +206,8 @@ static void html(const gpt2c_wse_result *r, sbuf *b) {
     const wse_mesh *m = r->g.m;
     size_t n = (size_t)m->W * m->H;
     double *v = calloc(n ? n : 1, sizeof *v);
-    gpt2c_sb_puts(b, "<!doctype html><html><head><meta charset='utf-8'><title>gpt2c wse report</title>"
-               "<style>body{font-family:sans-serif;max-width:1100px}svg{border:1px solid #ccc;background:#fff}"
-               "td,th{padding:2px 8px;text-align:left}</style></head><body><h1>gpt2c wse</h1><p>");
+    gpt2c_html_page_begin(b, "gpt2c wse report", "gpt2c wse");
+    gpt2c_sb_puts(b, "<p>");
     gpt2c_sb_html(b, gpt2c_wse_result_summary(r));
     gpt2c_sb_puts(b, "</p><p>Simulated on a model of a Cerebras-like mesh built from public documents: not a measurement of "
                "a CS-2; no graph-compiler baseline exists here.</p>\n");
@@ -233,7 +233,8 @@ static void html(const gpt2c_wse_result *r, sbuf *b) {
         gpt2c_sb_html(b, gpt2c_wse_param_source(i));
         gpt2c_sb_puts(b, "</td></tr>\n");
     }
-    gpt2c_sb_puts(b, "</table></body></html>\n");
+    gpt2c_sb_puts(b, "</table>\n");
+    gpt2c_html_page_end(b);
 }
 
 static void trace(const gpt2c_wse_result *r, sbuf *b) {

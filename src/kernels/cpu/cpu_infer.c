@@ -65,8 +65,10 @@ static int dequant_range(const gpt2c_tensor *w, int o0, int o1) {
  * table's formats mask says so) */
 static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                    int IC, int OC, int act, int o0, int o1) {
+    const int in_bf16 = (act & GPT2C_ACT_IN_BF16) != 0;
+    act &= ~GPT2C_ACT_IN_BF16;
     if (wt->fmt == GPT2C_FMT_BF16) {
-        gpt2c_cpu_matmul_bf16_range(out, inp, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
+        gpt2c_cpu_matmul_bf16_range(out, inp, in_bf16, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
         return;
     }
     if (gpt2c_format_is_quantized(wt->fmt)) {
@@ -141,6 +143,7 @@ static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, c
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
+    k->infer_bf16_input = 1;
     k->formats.matmul_infer_range |=
         GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4) | GPT2C_FMT_BIT(GPT2C_FMT_BF16);
     k->kv_write = cpu_kv_write;

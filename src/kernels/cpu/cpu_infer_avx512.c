@@ -1,5 +1,6 @@
 /* AVX-512 inference kernels: the decode/prefill matmul (dot-product form, a
- * 4-output x 6-row register tile, every weight row read once per row panel)
+ * 4-output x 6-row register tile, every weight row read once per row panel;
+ * many rows: the fp32 GEMM)
  * and attention against the transposed-key cache.  Compiled with -mavx512f
  * etc. (CMake: *_avx512.c); called only when the CPU has AVX-512F. */
 #include <immintrin.h>
@@ -7,6 +8,7 @@
 
 #include "kernels/cpu/avx512_exp.h"
 #include "kernels/cpu/cpu_infer.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -90,79 +92,20 @@ static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float 
     TILE_CASES(1)
 }
 
-/* ---- many rows (prefill): packed outer-product kernel ---------------------
- * A panel of 32 outputs x KB channels of w is copied into wp (KB, 32) (k-major:
- * the 32 weights of channel k are two vectors), then each RN-row tile keeps
- * RN x 2 accumulators and per channel does 2 vector loads, RN broadcasts and
- * 2*RN FMAs: no horizontal sums, everything in L1 (wp 32 KiB, x rows 12 KiB). */
-enum { PK_KB = 256, PK_W = 32, PK_RN = 12 };
-/* from this many rows the packed kernel wins (the pack is amortized over the rows) */
-enum { PACKED_MIN_ROWS = 24 };
+/* ---- many rows (prefill): the fp32 GEMM (gemm.h) on the range's weight rows.
+ * Its micro-kernel sums each output as this file's packed kernel did (the
+ * bias, then one FMA per channel in order, K blocks of GEMM_KC stored and
+ * reloaded exactly), so prefill's bits did not change when it took over;
+ * the GELU (gelu512) is applied to the finished rows. */
+enum { PACKED_MIN_ROWS = 24 }; /* from this many rows the GEMM wins (its packing is amortized over the rows) */
 
-ALWAYS_INLINE void pk_tile(float *out, size_t ldo, const float *x, size_t ldx, const float *wp, int kb,
-                           const float *bias, int first, int gelu, __mmask16 m0, __mmask16 m1, const int RN) {
-    __m512 acc[PK_RN][2];
-#pragma GCC unroll 12
-    for (int r = 0; r < RN; r++) {
-        if (first) {
-            acc[r][0] = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-            acc[r][1] = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
-        } else {
-            acc[r][0] = _mm512_maskz_loadu_ps(m0, out + r * ldo);
-            acc[r][1] = _mm512_maskz_loadu_ps(m1, out + r * ldo + 16);
-        }
-    }
-    for (int k = 0; k < kb; k++) {
-        const __m512 w0 = _mm512_load_ps(wp + k * PK_W), w1 = _mm512_load_ps(wp + k * PK_W + 16);
-#pragma GCC unroll 12
-        for (int r = 0; r < RN; r++) {
-            const __m512 xb = _mm512_set1_ps(x[r * ldx + k]);
-            acc[r][0] = _mm512_fmadd_ps(xb, w0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(xb, w1, acc[r][1]);
-        }
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < RN; r++) {
-        if (gelu) {
-            acc[r][0] = gelu512(acc[r][0]);
-            acc[r][1] = gelu512(acc[r][1]);
-        }
-        _mm512_mask_storeu_ps(out + r * ldo, m0, acc[r][0]);
-        _mm512_mask_storeu_ps(out + r * ldo + 16, m1, acc[r][1]);
-    }
-}
-
-static void pk_rows(float *out, size_t ldo, const float *x, size_t ldx, const float *wp, int kb, const float *bias,
-                    int first, int gelu, __mmask16 m0, __mmask16 m1, int N) {
-    int n = 0;
-    for (; n + 12 <= N; n += 12) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 12);
-    for (; n + 4 <= N; n += 4) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 4);
-    for (; n < N; n++) pk_tile(out + n * ldo, ldo, x + n * ldx, ldx, wp, kb, bias, first, gelu, m0, m1, 1);
-}
-
-/* outputs [o0, o1) of all N rows, panel by panel of 32 outputs, K-block by K-block */
-static void matmul_packed(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
-                          int act, int o0, int o1) {
-    float wp[PK_KB * PK_W] __attribute__((aligned(64)));
-    for (int p0 = o0; p0 < o1; p0 += PK_W) {
-        const int pw = o1 - p0 < PK_W ? o1 - p0 : PK_W;
-        const __mmask16 m0 = (__mmask16)(pw >= 16 ? 0xFFFF : (1u << pw) - 1);
-        const __mmask16 m1 = (__mmask16)(pw >= 32 ? 0xFFFF : pw <= 16 ? 0 : (1u << (pw - 16)) - 1);
-        for (int k0 = 0; k0 < IC; k0 += PK_KB) {
-            const int kb = IC - k0 < PK_KB ? IC - k0 : PK_KB;
-            /* pack: wp[k][j] = w[p0 + j][k0 + k], zeros past the panel's outputs */
-            for (int j = 0; j < PK_W; j++) {
-                const float *wr = w + (size_t)(p0 + j) * IC + k0;
-                if (j < pw)
-                    for (int k = 0; k < kb; k++) wp[k * PK_W + j] = wr[k];
-                else
-                    for (int k = 0; k < kb; k++) wp[k * PK_W + j] = 0.0f;
-            }
-            const int first = k0 == 0, gelu = act == GPT2C_ACT_GELU && k0 + kb == IC;
-            pk_rows(out + p0, (size_t)OC, inp + k0, (size_t)IC, wp, kb, bias ? bias + p0 : NULL, first, gelu, m0, m1,
-                    N);
-        }
-    }
+static void matmul_gemm(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC, int act,
+                        int o0, int o1) {
+    if (o1 <= o0) return;
+    gpt2c_cpu_gemm(GPT2C_ISA_AVX512, N, o1 - o0, IC, inp, IC, 1, w + (size_t)o0 * IC, 1, IC, out + o0, OC,
+                   bias ? bias + o0 : NULL, 0);
+    if (act == GPT2C_ACT_GELU)
+        for (int n = 0; n < N; n++) gelu_row(out + (size_t)n * OC + o0, o1 - o0);
 }
 
 /* ---- few rows (decode): dot-product tiles -------------------------------
@@ -172,7 +115,7 @@ static void matmul_packed(float *out, const float *inp, const float *w, const fl
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1) {
     if (N >= PACKED_MIN_ROWS) {
-        matmul_packed(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        matmul_gemm(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
     int panel = (int)((1u << 20) / (4u * (unsigned)IC)) / 6 * 6; /* rows per panel, a multiple of 6 */

@@ -85,9 +85,17 @@ static void pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr,
         for (int r = 0; r < MR; r++) dst[k * MR + r] = r < mr ? a[r * rsa + (size_t)k * csa] : 0.0f;
 }
 
-/* Per-thread B buffer, allocated at a thread's first GEMM and kept (no
+/* Per-thread pack buffers, grown when the blocking asks for more (kept: no
  * allocation in later steps). */
 static _Thread_local float *tl_bbuf, *tl_abuf;
+static _Thread_local size_t tl_bcap, tl_acap;
+static float *grow(float **buf, size_t *cap, size_t n) {
+    if (*cap >= n) return *buf;
+    free(*buf);
+    *buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    *cap = *buf ? n : 0;
+    return *buf;
+}
 
 /* A block with contiguous columns (dout^T: rsa == 1, csa = OC) into MR-row
  * panels dst[(ir/MR)*MR*kc + k*MR + r]: its rows are far apart in memory (one
@@ -195,15 +203,24 @@ static int round_up(int a, int b) { return ceil_div(a, b) * b; }
  * mc 384, nc 512 (the values tuned on Zen 4), 2 MiB (Sapphire Rapids) 768
  * and 1024.  Only K's blocking (GEMM_KC) sets the summation order, so these
  * change speed, never results.  Multiples of every MR (12) and NR (64). */
+static int g_mc, g_nc;
+
+void gpt2c_cpu_gemm_fp32_set_blocking(int *mc, int *nc) {
+    const int m = round_up(*mc < 96 ? 96 : *mc > MC_LIMIT ? MC_LIMIT : *mc, 12);
+    const int n = round_up(*nc < 128 ? 128 : *nc > NC_LIMIT ? NC_LIMIT : *nc, 64);
+    g_mc = m, g_nc = n;
+    *mc = m, *nc = n;
+}
+
+void gpt2c_cpu_gemm_fp32_blocking_from_caches(int *mc, int *nc) {
+    const long l2 = gpt2c_cpu_caches()->l2 > 0 ? gpt2c_cpu_caches()->l2 : 1 << 20;
+    *mc = (int)(l2 * 3 / 8 / (GEMM_KC * (long)sizeof(float))) / 12 * 12;
+    *nc = (int)(l2 / 2 / (GEMM_KC * (long)sizeof(float))) / 64 * 64;
+    gpt2c_cpu_gemm_fp32_set_blocking(mc, nc);
+}
+
 void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc) {
-    static int g_mc, g_nc;
-    if (!g_mc) {
-        const long l2 = gpt2c_cpu_caches()->l2 > 0 ? gpt2c_cpu_caches()->l2 : 1 << 20;
-        int m = (int)(l2 * 3 / 8 / (GEMM_KC * (long)sizeof(float))) / 12 * 12;
-        int n = (int)(l2 / 2 / (GEMM_KC * (long)sizeof(float))) / 64 * 64;
-        g_nc = n < 128 ? 128 : n > NC_LIMIT ? NC_LIMIT : n;
-        g_mc = m < 96 ? 96 : m > MC_LIMIT ? MC_LIMIT : m;
-    }
+    if (!g_mc) gpt2c_cpu_gemm_fp32_blocking_from_caches(mc, nc);
     *mc = g_mc, *nc = g_nc;
 }
 
@@ -216,6 +233,7 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
                 for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
         return;
     }
+    if (!omp_in_parallel()) gpt2c_cpu_gemm_fp32_first_use(isa);
     const gemm_isa_kernel *kk = pick_kernel(isa);
     const int MR = kk->mr, NR = kk->nr;
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -243,11 +261,10 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
-        /* sized by the blocking, which is fixed at the first call */
-        if (!tl_bbuf) tl_bbuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * nc_max);
-        if (!tl_abuf) tl_abuf = aligned_alloc(64, sizeof(float) * (size_t)GEMM_KC * mc_max);
-        if (tl_bbuf && tl_abuf)
-            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, tl_bbuf, tl_abuf);
+        /* sized by this call's units (the blocking may be retuned between calls) */
+        float *bb = grow(&tl_bbuf, &tl_bcap, (size_t)GEMM_KC * (direct_b ? NR : NCU)), *ab = grow(&tl_abuf, &tl_acap, (size_t)GEMM_KC * MCU);
+        if (bb && ab)
+            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, bb, ab);
         else
             gemm_naive(ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
     }

@@ -47,9 +47,20 @@ extern const gemm_isa_kernel gpt2c_gemm_kernel_avx2;
  * products themselves, e.g. attention: MR divides 12, NR divides 64). */
 const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa);
 
-/* Rows (mc) and columns (nc) per unit, from this core's L2 (CPUID); fixed at
- * the first call.  They change speed only: GEMM_KC alone sets the order of sums. */
+/* Rows (mc) and columns (nc) per unit: first from this core's L2 (CPUID),
+ * then, at the first top-level GEMM, from a short autotune cached per CPU
+ * signature (gemm_tune.c; GPT2C_GEMM_AUTOTUNE=0 keeps the L2 guess).  They
+ * change speed only: GEMM_KC alone sets the order of sums. */
 void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc);
+/* Sets mc, nc (rounded and clamped to valid values, written back). */
+void gpt2c_cpu_gemm_fp32_set_blocking(int *mc, int *nc);
+/* The guess from this core's L2 (and sets it). */
+void gpt2c_cpu_gemm_fp32_blocking_from_caches(int *mc, int *nc);
+/* gemm_tune.c: the autotune (cached per CPU signature, kernel, threads and
+ * build unless `force`; sets what it returns; *gflops: the tuned rate, 0
+ * from the cache) and the first-use hook gpt2c_cpu_gemm calls. */
+void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, int *from_cache, double *gflops);
+void gpt2c_cpu_gemm_fp32_first_use(gpt2c_isa isa);
 
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);

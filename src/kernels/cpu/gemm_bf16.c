@@ -29,6 +29,7 @@ static gemm_bf16_blocking g_blocking = {256, 192, 1024};
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 static int round_up(int a, int b) { return (a + b - 1) / b * b; }
 static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+static int imin(int a, int b) { return a < b ? a : b; }
 
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_get_blocking(void) { return g_blocking; }
 
@@ -73,7 +74,7 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL};
 
 static int g_has_bf16 = -1;
 const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
@@ -103,9 +104,9 @@ static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size
 /* dst[q*ds + i] (q < ceil(kc/2), i < n_pad) = the pair word of elements
  * (i0+i, k0+2q) and (i0+i, k0+2q+1), element (i,k) at p[i*si + k*sk]; zero
  * for i >= n and for k >= k0+kc. */
-static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restrict dst, int ds, const void *p, long si,
-                                                               long sk, long i0, int n, int n_pad, int k0, int kc,
-                                                               const int bf) {
+static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_isa_kernel *kk, uint32_t *restrict dst,
+                                                               int ds, const void *p, long si, long sk, long i0, int n,
+                                                               int n_pad, int k0, int kc, const int bf) {
     const int kq = kc / 2, odd = kc & 1;
     if (sk == 1) { /* pairs contiguous: row by row */
         for (int i = 0; i < n; i++) {
@@ -123,8 +124,11 @@ static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restric
                 uint32_t tmp[2048];
                 for (int q0 = 0; q0 < kq; q0 += 2048) {
                     const int nq = kq - q0 < 2048 ? kq - q0 : 2048;
-                    for (int q = 0; q < nq; q++)
-                        tmp[q] = f32_to_bf16_bits(s[2 * (q0 + q)]) | f32_to_bf16_bits(s[2 * (q0 + q) + 1]) << 16;
+                    if (kk->f32_pairs)
+                        kk->f32_pairs(tmp, s + 2 * q0, nq);
+                    else
+                        for (int q = 0; q < nq; q++)
+                            tmp[q] = f32_to_bf16_bits(s[2 * (q0 + q)]) | f32_to_bf16_bits(s[2 * (q0 + q) + 1]) << 16;
                     for (int q = 0; q < nq; q++) d[(size_t)(q0 + q) * ds] = tmp[q];
                 }
             }
@@ -154,8 +158,9 @@ static inline __attribute__((always_inline)) void pack_pairs_t(uint32_t *restric
  * panel), zero-padded.  Row pair by row pair across all panels, so each
  * source row is read once, front to back (panel by panel, a new pair of rows
  * every P columns defeated the prefetchers: a third of the GEMM's time). */
-static inline __attribute__((always_inline)) void pack_pairs_cols_t(uint32_t *restrict dst, int P, const void *p, long sk,
-                                                                    long i0, int n, int k0, int kc, const int bf) {
+static inline __attribute__((always_inline)) void pack_pairs_cols_t(const gemm_bf16_isa_kernel *kk, uint32_t *restrict dst,
+                                                                    int P, const void *p, long sk, long i0, int n, int k0,
+                                                                    int kc, const int bf) {
     const int kq = kc / 2, kp = (kc + 1) / 2, npan = (n + P - 1) / P;
     for (int q = 0; q < kp; q++) {
         const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0, b1 = b0 + sk;
@@ -163,7 +168,11 @@ static inline __attribute__((always_inline)) void pack_pairs_cols_t(uint32_t *re
         for (int pan = 0; pan < npan; pan++) {
             uint32_t *restrict d = dst + (size_t)pan * P * kp + (size_t)q * P;
             const int lo = pan * P, m = n - lo < P ? n - lo : P;
-            if (pair)
+            if (pair && !bf && kk->f32_2rows)
+                kk->f32_2rows(d, (const float *)p + b0 + lo, (const float *)p + b1 + lo, m);
+            else if (pair && bf && kk->bf16_2rows)
+                kk->bf16_2rows(d, (const uint16_t *)p + b0 + lo, (const uint16_t *)p + b1 + lo, m);
+            else if (pair)
                 for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf) | elem16(p, b1 + lo + i, bf) << 16;
             else
                 for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf);
@@ -181,9 +190,9 @@ static void pack_pairs(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int ds, co
     if (kk->pack_words && o->fmt == GPT2C_FMT_BF16 && sk == 1 && si % 2 == 0 && kc % 2 == 0 && ((uintptr_t)wsrc & 3) == 0)
         kk->pack_words((float *)dst, (const float *)wsrc, si / 2, n, kc / 2, ds); /* words moved, never computed on */
     else if (o->fmt == GPT2C_FMT_BF16)
-        pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 1);
+        pack_pairs_t(kk, dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 1);
     else
-        pack_pairs_t(dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 0);
+        pack_pairs_t(kk, dst, ds, o->p, si, sk, i0, n, n_pad, k0, kc, 0);
 }
 
 /* The unit's whole block of an operand into P-wide panels (P = MR for A, NR for B). */
@@ -191,8 +200,8 @@ static void pack_block(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int P, con
                        int n, int k0, int kc) {
     const int kp = (kc + 1) / 2;
     if (si == 1 && sk != 1) {
-        if (o->fmt == GPT2C_FMT_BF16) pack_pairs_cols_t(dst, P, o->p, sk, i0, n, k0, kc, 1);
-        else pack_pairs_cols_t(dst, P, o->p, sk, i0, n, k0, kc, 0);
+        if (o->fmt == GPT2C_FMT_BF16) pack_pairs_cols_t(kk, dst, P, o->p, sk, i0, n, k0, kc, 1);
+        else pack_pairs_cols_t(kk, dst, P, o->p, sk, i0, n, k0, kc, 0);
         return;
     }
     for (int r = 0; r < n; r += P)
@@ -318,16 +327,20 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
     if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
     if (rc > 1 && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
     if (pab || pbb) {
-        const int ach = pab ? ceil_div(M, MCU) : 0, bch = pbb ? ceil_div(N, NCU) : 0, tasks = nblk * (ach + bch);
+        /* chunks of panels, several per thread (one chunk per unit left a
+         * thread idle when the whole of A was one unit's rows) */
+        const int AC = nth > 1 ? imin(MCU, round_up(ceil_div(M, 4 * nth), MR)) : MCU;
+        const int BC = nth > 1 ? imin(NCU, round_up(ceil_div(N, 4 * nth), NR)) : NCU;
+        const int ach = pab ? ceil_div(M, AC) : 0, bch = pbb ? ceil_div(N, BC) : 0, tasks = nblk * (ach + bch);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(tasks < nth ? tasks : nth) if (tasks > 1 && nth > 1)
         for (int t = 0; t < tasks; t++) {
             const int b = t / (ach + bch), c = t % (ach + bch), pc = b * kcmax;
             const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
             if (c < ach) {
-                const int i0 = c * MCU, n = M - i0 < MCU ? M - i0 : MCU;
+                const int i0 = c * AC, n = M - i0 < AC ? M - i0 : AC;
                 pack_block(kk, pab + (size_t)b * pa.stride + (size_t)i0 * kp, MR, &A, A.rs, A.cs, i0, n, pc, kc);
             } else {
-                const int j0 = (c - ach) * NCU, n = N - j0 < NCU ? N - j0 : NCU;
+                const int j0 = (c - ach) * BC, n = N - j0 < BC ? N - j0 : BC;
                 pack_block(kk, pbb + (size_t)b * pb.stride + (size_t)j0 * kp, NR, &B, B.cs, B.rs, j0, n, pc, kc);
             }
         }

@@ -47,6 +47,15 @@ typedef struct {
      * W^T): pair words of columns j (word rows j*ld apart) into
      * dst[q*NR + j], i.e. a 32-bit transpose (gemm.h's pack_bt on words). */
     gemm_pack_bt_fn pack_words;
+    /* Optional vector packing of fp32 operands (NULL: the portable loops).
+     * They round exactly as f32_to_bf16_bits (gemm_bf16.c: nearest even,
+     * NaN kept quiet, denormals kept), so results do not depend on them:
+     *   f32_pairs:   d[q] = bf(s[2q]) | bf(s[2q+1]) << 16, q < nq
+     *   f32_2rows:   d[i] = bf(s0[i]) | bf(s1[i]) << 16,   i < n
+     *   bf16_2rows:  d[i] = s0[i] | s1[i] << 16,           i < n */
+    void (*f32_pairs)(uint32_t *d, const float *s, int nq);
+    void (*f32_2rows)(uint32_t *d, const float *s0, const float *s1, int n);
+    void (*bf16_2rows)(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int n);
 } gemm_bf16_isa_kernel;
 
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */

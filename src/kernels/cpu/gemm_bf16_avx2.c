@@ -31,4 +31,4 @@ static void kern_fma_4x16(int kp, const uint32_t *a, const uint32_t *b, float *C
     for (int r = 0; r < 4; r++)
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2", 4, 16, kern_fma_4x16, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2", 4, 16, kern_fma_4x16, NULL, NULL, NULL, NULL};

@@ -37,7 +37,51 @@ static void pack_words(float *dst, const float *src, long ld, int nb, int kc, in
     gpt2c_gemm_kernel_avx512.pack_bt(dst, src, ld, nb, kc, NR);
 }
 
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6, 64, kern_dp_6x64, pack_words};
+/* ---- fp32 -> bf16 packing (gemm_bf16.h): the rounding of gemm_bf16.c's
+ * f32_to_bf16_bits, lane by lane in integers, so bit-identical to it for
+ * every input (NaN, infinities, denormals: vcvtneps2bf16 would flush the
+ * denormals, so it is not used).  The bf16 is left in each lane's high half. */
+static inline __m512i bf16_hi(__m512i u) {
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000)); /* NaN: (u >> 16) | 0x40, quiet */
+}
+static inline __mmask16 tail16(int n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
+
+static void f32_pairs(uint32_t *d, const float *s, int nq) {
+    /* 16 pair words from 32 floats: the high 16-bit halves of both vectors, in order */
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25,
+                                         23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    for (int q = 0; q < nq; q += 16) {
+        const int m = nq - q; /* pairs left */
+        const __mmask16 m0 = tail16(2 * m), m1 = tail16(2 * m - 16 > 0 ? 2 * m - 16 : 0);
+        const __m512i u0 = _mm512_maskz_loadu_epi32(m0, s + 2 * q), u1 = _mm512_maskz_loadu_epi32(m1, s + 2 * q + 16);
+        const __m512i w = _mm512_permutex2var_epi16(bf16_hi(u0), odd, bf16_hi(u1));
+        _mm512_mask_storeu_epi32(d + q, tail16(m), w);
+    }
+}
+
+static void f32_2rows(uint32_t *d, const float *s0, const float *s1, int n) {
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = tail16(n - i);
+        const __m512i lo = _mm512_srli_epi32(bf16_hi(_mm512_maskz_loadu_epi32(m, s0 + i)), 16);
+        const __m512i hi = bf16_hi(_mm512_maskz_loadu_epi32(m, s1 + i));
+        _mm512_mask_storeu_epi32(d + i, m, _mm512_mask_blend_epi16(0x55555555u, hi, lo));
+    }
+}
+
+static void bf16_2rows(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int n) {
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = tail16(n - i);
+        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s0 + i));
+        const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s1 + i));
+        _mm512_mask_storeu_epi32(d + i, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+}
+
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,         64,        kern_dp_6x64, pack_words,
+                                                                f32_pairs,    f32_2rows, bf16_2rows};
 
 static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                           const float *bias) {
@@ -64,4 +108,5 @@ static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C
     for (int r = 0; r < 6; r++)
         for (int v = 0; v < 2; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f", 6, 32, kern_fma_6x32, pack_words};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f", 6,         32,        kern_fma_6x32, pack_words,
+                                                             f32_pairs, f32_2rows, bf16_2rows};

@@ -1,10 +1,13 @@
-/* The bf16 GEMM's blocking per CPU (gemm_bf16.h): a first guess from the
- * cache sizes (CPUID), then, at the first GEMM, a short autotune on one GPT-2 shape,
- * kept in $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json;
- * JSON via jansson, without it nothing is kept) under the CPU signature
- * (gpt2c_cpu_signature), the kernel and the thread count.  The blocking never
- * changes results (gemm_bf16.h), only speed, so tuning is always safe.
- * GPT2C_GEMM_AUTOTUNE=0 skips the autotune (the cache-size guess is used). */
+/* The fp32 and bf16 GEMMs' blocking per CPU (gemm.h, gemm_bf16.h): a first
+ * guess from the cache sizes (CPUID), then, at the first GEMM, a short
+ * autotune on two GPT-2 layers (the qkv projection at B*T 256 and the
+ * attention projection at 1024: a small and a tall A), kept in
+ * $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json; JSON via
+ * jansson, without it nothing is kept), sections "fp32" and "bf16", under the
+ * CPU signature (gpt2c_cpu_signature), the kernel, the thread count and the
+ * build type.  The blocking never changes results (fp32: K's block is fixed;
+ * bf16: the pair arithmetic), only speed, so tuning is always safe.
+ * GPT2C_GEMM_AUTOTUNE=0 skips the autotunes (the cache-size guesses are used). */
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -53,21 +56,25 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
 #define GPT2C_BUILD_TYPE "unknown"
 #endif
 /* signature | kernel | threads | build (CMake sets GPT2C_BUILD_TYPE: an ASan
- * build's timings must not choose a Release build's blocking) */
+ * build's timings must not choose a Release build's blocking) | tune=2 (the
+ * two-layer workload; entries of the older one-layer tune are not reused) */
 static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d|build=%s", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=2", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
              omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
 #ifdef GPT2C_HAVE_JANSSON
-static int cache_read(const char *path, const char *k, gemm_bf16_blocking *b) {
+/* section "bf16": kc, mc, nc; section "fp32": mc, nc (kc stays GEMM_KC) */
+static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b) {
     json_t *root = json_load_file(path, 0, NULL);
-    json_t *e = json_object_get(json_object_get(root, "bf16"), k);
-    int ok = json_unpack(e, "{s:i, s:i, s:i}", "kc", &b->kc, "mc", &b->mc, "nc", &b->nc) == 0;
+    json_t *e = json_object_get(json_object_get(root, sec), k);
+    int ok = strcmp(sec, "fp32") == 0 ? json_unpack(e, "{s:i, s:i}", "mc", &b->mc, "nc", &b->nc) == 0
+                                      : json_unpack(e, "{s:i, s:i, s:i}", "kc", &b->kc, "mc", &b->mc, "nc", &b->nc) == 0;
     json_decref(root);
     return ok;
 }
-static void cache_write(const char *path, const char *dir, const char *k, gemm_bf16_blocking b, double gflops) {
+static void cache_write(const char *path, const char *dir, const char *sec, const char *k, gemm_bf16_blocking b,
+                        double gflops) {
     char parent[600];
     snprintf(parent, sizeof parent, "%s", dir);
     char *slash = strrchr(parent, '/');
@@ -81,8 +88,8 @@ static void cache_write(const char *path, const char *dir, const char *k, gemm_b
         json_decref(root);
         root = json_object();
     }
-    json_t *bf = json_object_get(root, "bf16");
-    if (!json_is_object(bf)) json_object_set_new(root, "bf16", bf = json_object());
+    json_t *bf = json_object_get(root, sec);
+    if (!json_is_object(bf)) json_object_set_new(root, sec, bf = json_object());
     json_object_set_new(bf, k, json_pack("{s:i, s:i, s:i, s:f}", "kc", b.kc, "mc", b.mc, "nc", b.nc, "tuned_gflops", gflops));
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -90,17 +97,16 @@ static void cache_write(const char *path, const char *dir, const char *k, gemm_b
     json_decref(root);
 }
 #else
-static int cache_read(const char *path, const char *k, gemm_bf16_blocking *b) {
-    (void)path, (void)k, (void)b;
+static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b) {
+    (void)path, (void)sec, (void)k, (void)b;
     return 0;
 }
-static void cache_write(const char *path, const char *dir, const char *k, gemm_bf16_blocking b, double gflops) {
-    (void)path, (void)dir, (void)k, (void)b, (void)gflops;
+static void cache_write(const char *path, const char *dir, const char *sec, const char *k, gemm_bf16_blocking b,
+                        double gflops) {
+    (void)path, (void)dir, (void)sec, (void)k, (void)b, (void)gflops;
 }
 #endif
 
-/* Seconds for the three GEMMs of one linear layer (N 256, 768 -> 2304: the
- * qkv projection), the best of two runs. */
 /* wall time; on one thread that thread's CPU time (immune to preemption on a shared machine) */
 static uint64_t tune_clock_ns(void) {
     if (omp_get_max_threads() > 1) return gpt2c_now_ns();
@@ -109,18 +115,54 @@ static uint64_t tune_clock_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static double time_layer(gpt2c_isa isa, float *C, const float *X, const float *D, const uint16_t *W) {
-    enum { N = 256, IC = 768, OC = 2304 };
-    double best = 1e30;
-    for (int r = 0; r < 2; r++) {
-        const uint64_t t0 = tune_clock_ns();
-        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_FWD, C, X, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
-        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DINP, C, D, GPT2C_FMT_F32, W, GPT2C_FMT_BF16, N, IC, OC);
-        gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DW, C, D, GPT2C_FMT_F32, X, GPT2C_FMT_F32, N, IC, OC);
-        const double t = (double)(tune_clock_ns() - t0) * 1e-9;
-        if (t < best) best = t;
+/* The tuning workload: the three GEMMs (forward, dinp, dweight) of two
+ * linear layers, the qkv projection at N 256 (768 -> 2304: a short A) and
+ * the attention projection at N 1024 (768 -> 768: a tall one, whose A block
+ * must still fit in L2), activations fp32, the weight fp32 or bf16. */
+enum { TUNE_NX = 1024 * 768, TUNE_ND = 1024 * 768, TUNE_NW = 2304 * 768, TUNE_NC = 2304 * 768 };
+static const int tune_layers[2][3] = {{256, 768, 2304}, {1024, 768, 768}};
+typedef struct {
+    float *X, *D, *C, *Wf;
+    uint16_t *W;
+} tune_data;
+
+static int tune_alloc(tune_data *t) {
+    t->X = malloc(sizeof(float) * TUNE_NX), t->D = malloc(sizeof(float) * TUNE_ND), t->C = malloc(sizeof(float) * TUNE_NC);
+    t->Wf = malloc(sizeof(float) * TUNE_NW), t->W = malloc(sizeof(uint16_t) * TUNE_NW);
+    if (!t->X || !t->D || !t->C || !t->Wf || !t->W) return 0;
+    for (size_t i = 0; i < TUNE_NX; i++) t->X[i] = (float)(i % 13) * 0.01f;
+    for (size_t i = 0; i < TUNE_ND; i++) t->D[i] = (float)(i % 7) * 0.01f;
+    for (size_t i = 0; i < TUNE_NW; i++) t->W[i] = 0x3c00, t->Wf[i] = 0.0078125f; /* 2^-7 */
+    memset(t->C, 0, sizeof(float) * TUNE_NC);
+    return 1;
+}
+static void tune_free(tune_data *t) { free(t->X), free(t->D), free(t->C), free(t->Wf), free(t->W); }
+
+/* Seconds for the workload (each layer the best of two runs) and its GFLOP. */
+static double time_layers(int bf16, gpt2c_isa isa, const tune_data *t, double *gflop) {
+    double total = 0;
+    *gflop = 0;
+    for (int l = 0; l < 2; l++) {
+        const int N = tune_layers[l][0], IC = tune_layers[l][1], OC = tune_layers[l][2];
+        double best = 1e30;
+        for (int r = 0; r < 2; r++) {
+            const uint64_t t0 = tune_clock_ns();
+            if (bf16) {
+                gpt2c_cpu_linear_gemm_bf16(isa, GEMM_FWD, t->C, t->X, GPT2C_FMT_F32, t->W, GPT2C_FMT_BF16, N, IC, OC);
+                gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DINP, t->C, t->D, GPT2C_FMT_F32, t->W, GPT2C_FMT_BF16, N, IC, OC);
+                gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DW, t->C, t->D, GPT2C_FMT_F32, t->X, GPT2C_FMT_F32, N, IC, OC);
+            } else {
+                gpt2c_cpu_linear_gemm(isa, GEMM_FWD, t->C, t->X, t->Wf, N, IC, OC);
+                gpt2c_cpu_linear_gemm(isa, GEMM_DINP, t->C, t->D, t->Wf, N, IC, OC);
+                gpt2c_cpu_linear_gemm(isa, GEMM_DW, t->C, t->D, t->X, N, IC, OC);
+            }
+            const double s = (double)(tune_clock_ns() - t0) * 1e-9;
+            if (s < best) best = s;
+        }
+        total += best;
+        *gflop += 3 * 2.0 * N * IC * OC * 1e-9;
     }
-    return best;
+    return total;
 }
 
 static int g_tuning;
@@ -132,44 +174,103 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *f
     gemm_bf16_blocking b;
     *from_cache = 0;
     *gflops = 0;
-    if (!force && path[0] && cache_read(path, k, &b)) {
+    if (!force && path[0] && cache_read(path, "bf16", k, &b)) {
         *from_cache = 1;
         return gpt2c_cpu_gemm_bf16_set_blocking(b);
     }
     const gemm_bf16_blocking guess = gpt2c_cpu_gemm_bf16_blocking_from_caches();
-    enum { N = 256, IC = 768, OC = 2304 };
-    float *X = malloc(sizeof(float) * N * IC), *D = malloc(sizeof(float) * N * OC), *C = malloc(sizeof(float) * OC * IC);
-    uint16_t *W = malloc(sizeof(uint16_t) * OC * IC);
-    if (!X || !D || !C || !W) {
-        free(X), free(D), free(C), free(W);
+    tune_data td;
+    if (!tune_alloc(&td)) {
+        tune_free(&td);
         return guess;
     }
-    for (size_t i = 0; i < (size_t)N * IC; i++) X[i] = (float)(i % 13) * 0.01f;
-    for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = (float)(i % 7) * 0.01f;
-    for (size_t i = 0; i < (size_t)OC * IC; i++) W[i] = 0x3c00; /* 2^-7 */
-    memset(C, 0, sizeof(float) * OC * IC);
     g_tuning = 1;
     /* candidates around the cache-size guess (kc x1, x1.5, x0.75, x3; mc x1,
      * x0.5, x2; nc x1, x0.5, x2); at most ~2 s in all */
     static const int kmul[] = {4, 6, 3, 12}, mmul[] = {2, 1, 4}, nmul[] = {2, 1, 4};
     gemm_bf16_blocking best = guess;
-    time_layer(isa, C, X, D, W); /* warm-up */
-    double tbest = time_layer(isa, C, X, D, W);
+    double gflop;
+    time_layers(1, isa, &td, &gflop); /* warm-up */
+    double tbest = time_layers(1, isa, &td, &gflop);
     const uint64_t t_start = gpt2c_now_ns();
     for (size_t a = 0; a < 4; a++)
         for (size_t m = 0; m < 3; m++)
             for (size_t n = 0; n < 3 && (double)(gpt2c_now_ns() - t_start) < 2e9; n++) {
                 const gemm_bf16_blocking c = gpt2c_cpu_gemm_bf16_set_blocking(
                     (gemm_bf16_blocking){guess.kc * kmul[a] / 4, guess.mc * mmul[m] / 2, guess.nc * nmul[n] / 2});
-                const double t = time_layer(isa, C, X, D, W);
+                const double t = time_layers(1, isa, &td, &gflop);
                 if (t < tbest) tbest = t, best = c;
             }
     g_tuning = 0;
-    free(X), free(D), free(C), free(W);
+    tune_free(&td);
     best = gpt2c_cpu_gemm_bf16_set_blocking(best);
-    *gflops = 3 * 2.0 * N * IC * OC / tbest * 1e-9;
-    if (path[0]) cache_write(path, dir, k, best, *gflops);
+    *gflops = gflop / tbest;
+    if (path[0]) cache_write(path, dir, "bf16", k, best, *gflops);
     return best;
+}
+
+static int g_tuning32;
+
+void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, int *from_cache, double *gflops) {
+    char path[512], dir[512], k[300];
+    cache_file(path, sizeof path, dir, sizeof dir);
+    snprintf(k, sizeof k, "%s|%s|threads=%d|build=%s", gpt2c_cpu_signature(), gpt2c_isa_name(isa), omp_get_max_threads(),
+             GPT2C_BUILD_TYPE);
+    gemm_bf16_blocking b = {GEMM_KC, 0, 0};
+    *from_cache = 0;
+    *gflops = 0;
+    if (!force && path[0] && cache_read(path, "fp32", k, &b)) {
+        *from_cache = 1;
+        *mc = b.mc, *nc = b.nc;
+        gpt2c_cpu_gemm_fp32_set_blocking(mc, nc);
+        return;
+    }
+    int gm, gn;
+    gpt2c_cpu_gemm_fp32_blocking_from_caches(&gm, &gn);
+    *mc = gm, *nc = gn;
+    tune_data td;
+    if (!tune_alloc(&td)) {
+        tune_free(&td);
+        return;
+    }
+    g_tuning32 = 1;
+    /* candidates around the L2 guess (mc x1, x0.5, x2, x4; nc x1, x0.5, x2,
+     * x4; clamped); at most ~1.5 s in all */
+    static const int mul[] = {2, 1, 4, 8};
+    double gflop;
+    time_layers(0, isa, &td, &gflop); /* warm-up */
+    double tbest = time_layers(0, isa, &td, &gflop);
+    int bm = gm, bn = gn;
+    const uint64_t t_start = gpt2c_now_ns();
+    for (size_t m = 0; m < 4; m++)
+        for (size_t n = 0; n < 4 && (double)(gpt2c_now_ns() - t_start) < 1.5e9; n++) {
+            if (m == 0 && n == 0) continue; /* the guess: timed above */
+            int cm = gm * mul[m] / 2, cn = gn * mul[n] / 2;
+            gpt2c_cpu_gemm_fp32_set_blocking(&cm, &cn);
+            const double t = time_layers(0, isa, &td, &gflop);
+            if (t < tbest) tbest = t, bm = cm, bn = cn;
+        }
+    g_tuning32 = 0;
+    tune_free(&td);
+    gpt2c_cpu_gemm_fp32_set_blocking(&bm, &bn);
+    *mc = bm, *nc = bn;
+    *gflops = gflop / tbest;
+    b.mc = bm, b.nc = bn;
+    if (path[0]) cache_write(path, dir, "fp32", k, b, *gflops);
+}
+
+void gpt2c_cpu_gemm_fp32_first_use(gpt2c_isa isa) {
+    static int done;
+    if (done || g_tuning32) return;
+    done = 1;
+    int mc, nc, from_cache;
+    double gf;
+    const char *e = getenv("GPT2C_GEMM_AUTOTUNE");
+    if ((e && strcmp(e, "0") == 0) || isa == GPT2C_ISA_SCALAR) { /* the portable kernel: not worth a tune */
+        gpt2c_cpu_gemm_fp32_blocking_from_caches(&mc, &nc);
+        return;
+    }
+    gpt2c_cpu_gemm_fp32_autotune(isa, 0, &mc, &nc, &from_cache, &gf);
 }
 
 void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa) {

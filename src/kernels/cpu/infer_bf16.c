@@ -58,12 +58,37 @@ static _Thread_local size_t tl_xcap;
 
 static int has_dp = -1; /* AVX512_BF16 and the AVX-512 ISA in effect */
 
-void gpt2c_cpu_matmul_bf16_range(float *out, const float *inp, const uint16_t *w, const float *bias, int N, int IC,
-                                 int OC, int act, int o0, int o1) {
+/* gelu_forward of the cpu backend on outputs [o0, o1) of N rows: one call
+ * on contiguous floats (each call may open an OpenMP region, ~1 us even when
+ * it runs on one thread: per row of a prefill range that was half the time
+ * of the fc matmul), so rows are gathered into a per-thread buffer first. */
+static _Thread_local float *tl_gelu;
+static _Thread_local size_t tl_gcap;
+
+static void gelu_cols(float *out, int N, int OC, int o0, int o1) {
+    const gpt2c_kernels *k = gpt2c_cpu_ops_current();
+    const size_t w = (size_t)(o1 - o0), need = (size_t)N * w;
+    if (N > 1 && need > tl_gcap) {
+        free(tl_gelu);
+        tl_gelu = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+        tl_gcap = tl_gelu ? need : 0;
+    }
+    if (N == 1 || !tl_gelu) { /* one row, or no memory: row by row */
+        for (int n = 0; n < N; n++) k->gelu_forward(out + (size_t)n * OC + o0, out + (size_t)n * OC + o0, w);
+        return;
+    }
+    for (int n = 0; n < N; n++) memcpy(tl_gelu + n * w, out + (size_t)n * OC + o0, sizeof(float) * w);
+    k->gelu_forward(tl_gelu, tl_gelu, need);
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC + o0, tl_gelu + n * w, sizeof(float) * w);
+}
+
+void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_bf16, const uint16_t *w, const float *bias, int N,
+                                 int IC, int OC, int act, int o0, int o1) {
     if (o1 <= o0 || N <= 0) return;
     const gpt2c_isa isa = gpt2c_cpu_isa();
+    const gemm_operand a = {inp, in_bf16 ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, IC, 1},
+                       b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
     if (N >= GPT2C_BF16_GEMM_ROWS) { /* prefill: the bf16 GEMM on this range's weight rows */
-        const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
         gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
                                  bias ? bias + o0 : NULL, 0);
     } else {
@@ -75,11 +100,16 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const float *inp, const uint16_t *w
             tl_xcap = tl_xb ? need : 0;
         }
         if (!tl_xb) { /* no memory for the rounded rows: the GEMM needs none beyond its own buffers */
-            const gemm_operand a = {inp, GPT2C_FMT_F32, IC, 1}, b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
             gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
                                      bias ? bias + o0 : NULL, 0);
         } else {
-            gpt2c_cpu_bf16_round_rows(tl_xb, ld, inp, N, IC);
+            if (in_bf16) /* already rounded: copied into the zero-padded rows */
+                for (int n = 0; n < N; n++) {
+                    memcpy(tl_xb + (size_t)n * ld, (const uint16_t *)inp + (size_t)n * IC, sizeof(uint16_t) * IC);
+                    memset(tl_xb + (size_t)n * ld + IC, 0, sizeof(uint16_t) * (size_t)(ld - IC));
+                }
+            else
+                gpt2c_cpu_bf16_round_rows(tl_xb, ld, (const float *)inp, N, IC);
             if (has_dp < 0) has_dp = gpt2c_cpu_has_avx512bf16();
 #if defined(__x86_64__)
             if (has_dp && isa == GPT2C_ISA_AVX512)
@@ -89,8 +119,5 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const float *inp, const uint16_t *w
                 gpt2c_cpu_bf16_gemv_portable(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
         }
     }
-    if (act == GPT2C_ACT_GELU) {
-        const gpt2c_kernels *k = gpt2c_cpu_ops_current();
-        for (int n = 0; n < N; n++) k->gelu_forward(out + (size_t)n * OC + o0, out + (size_t)n * OC + o0, (size_t)(o1 - o0));
-    }
+    if (act == GPT2C_ACT_GELU) gelu_cols(out, N, OC, o0, o1);
 }
