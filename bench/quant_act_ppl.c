@@ -59,9 +59,9 @@ int main(int argc, char **argv) {
     if (argc > 5 && atoi(argv[5]) > 0 && atoi(argv[5]) / ROWS * ROWS < nseq) nseq = atoi(argv[5]) / ROWS * ROWS;
     for (int mode = 0; mode < 4; mode++) {
         const int want8 = mode % 2 == 0, kvbf16 = mode >= 2;
-        const int int8 = gpt2c_qmatmul_set_int8_act(want8) && (fmt == GPT2C_FMT_Q8 || fmt == GPT2C_FMT_Q4);
+        const int int8 = gpt2c_qmatmul_set_int8_act(want8) && gpt2c_format_is_quantized(fmt);
         if (want8 && !int8) {
-            printf("%s int8 activations: unavailable (no AVX-512 VNNI here, or not a q8 / q4 kernel)\n", argv[2]);
+            printf("%s int8 activations: unavailable (no AVX-512 VNNI here, or fp32 weights)\n", argv[2]);
             fflush(stdout);
             continue;
         }

@@ -45,6 +45,10 @@ check "profile of a quantized file profiles its inference" \
 bad "profile --quant on a quantized file" "already quantized" profile --model "$W/q8.safetensors" --quant q4 "${P[@]}"
 bad "profile --quant unknown" "unknown format" profile "${TINY[@]}" --quant q5 "${P[@]}"
 bad "profile --infer with a thread sweep" "sweeps" profile "${TINY[@]}" --infer --seq 8 --threads 1,2 --no-peak --no-counters
+check "profile --decode-only: the decode steps alone (B x decode tokens, no prefill in the step)" \
+    '"$G" profile "${TINY[@]}" --quant q4 "${P[@]}" --decode-only 2>/dev/null | grep -q "B=2 T=2"'
+bad "profile --decode-only of training" "--decode-only" profile "${TINY[@]}" --decode-only --seq 8 --no-peak --no-counters --threads 1
+bad "profile --decode-only without decode steps" "--decode >= 1" profile "${TINY[@]}" --quant q4 --decode-only --decode 0 --seq 8 --no-peak --no-counters --threads 1
 bad "profile --infer beyond the context" "exceeds the model's context" profile "${TINY[@]}" --infer --seq 60 --decode 10 --no-peak --no-counters --threads 1
 check "bench generate reports the bytes per step and the bandwidth bound fields" \
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"decode_bytes_per_step_mb\":.*\"decode_pct_of_bound\""'
