@@ -121,7 +121,13 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     X(void, adamw_zero_grad,                                                                                        \
       (float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd,   \
        float grad_scale, int t),                                                                                    \
-      (p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t))
+      (p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                                    \
+    /* adamw_zero_grad, and pb (n) = the updated p rounded to bf16 (kernels/bf16.h's                                \
+     * rounding): bf16 training's weight copy refreshed in the same pass over p. */                                 \
+    X(void, adamw_zero_grad_bf16,                                                                                   \
+      (float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,          \
+       float eps, float wd, float grad_scale, int t),                                                               \
+      (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))
 
 /* ---- inference ops: OPTIONAL for a device backend (gpt2c_infer_create
  * refuses a backend without them); a host backend inherits ref's.

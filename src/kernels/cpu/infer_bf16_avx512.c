@@ -1,9 +1,17 @@
-/* vdpbf16ps matrix-vector product (infer_bf16.h): per output, up to 4 input
- * rows share each 32-element load of the weight row; each (row, output)
- * keeps one 16-lane accumulator, summed by halves at the end. */
+/* vdpbf16ps matrix-vector product (infer_bf16.h).  Tiles of 4 outputs x up
+ * to 4 input rows: per 32 channels, 4 weight loads and one load per row feed
+ * 16 vdpbf16ps into 16 independent accumulators (one per (output, row));
+ * the 4 weight rows (a few KiB) stay in L1 while every group of 4 input rows
+ * passes over them.  The 16 accumulators are then summed by halves in one
+ * transposed tree (4 levels of shuffles and adds for all 16, instead of a
+ * scalar 15-add tree each): every lane sees exactly the adds of the scalar
+ * tree (j + 8, + 4, + 2, + 1), so the bits are those of the portable path.
+ * Fewer than 4 rows, and outputs left over, take the one-output loop. */
 #include <immintrin.h>
 
 #include "kernels/cpu/infer_bf16.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 static inline float lanes_sum(__m512 v, const float *bias, int o) {
     float a[16];
@@ -13,17 +21,86 @@ static inline float lanes_sum(__m512 v, const float *bias, int o) {
     return bias ? a[0] + bias[o] : a[0];
 }
 
+/* lanes j of u and v summed with lanes j + 8: [u 0..3, u 4..7, v 0..3, v 4..7] */
+ALWAYS_INLINE __m512 fold8(__m512 u, __m512 v) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x44), _mm512_shuffle_f32x4(u, v, 0xEE));
+}
+/* each 8-lane partial (two quarters) summed with lanes j + 4: quarters [w 0, w 1, x 0, x 1] */
+ALWAYS_INLINE __m512 fold4(__m512 w, __m512 x) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(w, x, 0x88), _mm512_shuffle_f32x4(w, x, 0xDD));
+}
+/* in each quarter, lanes [0,1] + [2,3] of x, then of y: [x0+x2, x1+x3, y0+y2, y1+y3] */
+ALWAYS_INLINE __m512 fold2(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE));
+}
+/* in each quarter, [s0+s1, s2+s3, t0+t1, t2+t3] */
+ALWAYS_INLINE __m512 fold1(__m512 s, __m512 t) {
+    return _mm512_add_ps(_mm512_shuffle_ps(s, t, 0x88), _mm512_shuffle_ps(s, t, 0xDD));
+}
+
+/* 4 outputs (weight rows wr, IC apart) x RN rows (xb rows ld apart): out rows OC apart */
+ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const uint16_t *wr, int IC, const float *bias,
+                         int full, __mmask32 tail, const int RN) {
+    __m512 acc[4][4]; /* [output][row] */
+    for (int q = 0; q < 4; q++)
+        for (int r = 0; r < 4; r++) acc[q][r] = _mm512_setzero_ps();
+    for (int c = 0; c <= full; c++) {
+        if (c == full && !tail) break;
+        __m512i wv[4];
+        for (int q = 0; q < 4; q++)
+            wv[q] = c < full ? _mm512_loadu_si512(wr + (size_t)q * IC + 32 * c)
+                             : _mm512_maskz_loadu_epi16(tail, wr + (size_t)q * IC + 32 * c);
+#pragma GCC unroll 4
+        for (int r = 0; r < RN; r++) {
+            const __m512bh xv = (__m512bh)_mm512_loadu_si512(x0 + (size_t)r * ld + 32 * c);
+            for (int q = 0; q < 4; q++) acc[q][r] = _mm512_dpbf16_ps(acc[q][r], xv, (__m512bh)wv[q]);
+        }
+    }
+    /* accumulator k = 4 q + r; after the 4 folds lane 4 r + q holds accumulator 4 q + r's sum:
+     * quarter r = row r's 4 outputs, in order */
+    const __m512 w0 = fold8(acc[0][0], acc[0][1]), w1 = fold8(acc[0][2], acc[0][3]);
+    const __m512 w2 = fold8(acc[1][0], acc[1][1]), w3 = fold8(acc[1][2], acc[1][3]);
+    const __m512 w4 = fold8(acc[2][0], acc[2][1]), w5 = fold8(acc[2][2], acc[2][3]);
+    const __m512 w6 = fold8(acc[3][0], acc[3][1]), w7 = fold8(acc[3][2], acc[3][3]);
+    const __m512 x0v = fold4(w0, w1), x1v = fold4(w2, w3), x2v = fold4(w4, w5), x3v = fold4(w6, w7);
+    __m512 sum = fold1(fold2(x0v, x1v), fold2(x2v, x3v));
+    if (bias) sum = _mm512_add_ps(sum, _mm512_broadcast_f32x4(_mm_loadu_ps(bias)));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(sum));
+    if (RN > 1) _mm_storeu_ps(out + OC, _mm512_extractf32x4_ps(sum, 1));
+    if (RN > 2) _mm_storeu_ps(out + 2 * (size_t)OC, _mm512_extractf32x4_ps(sum, 2));
+    if (RN > 3) _mm_storeu_ps(out + 3 * (size_t)OC, _mm512_extractf32x4_ps(sum, 3));
+}
+
 void gpt2c_cpu_bf16_gemv_avx512bf16(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N,
                                     int IC, int OC, int o0, int o1) {
     const int full = IC / 32, rest = IC % 32;
     const __mmask32 tail = rest ? (__mmask32)((1u << rest) - 1u) : 0;
-    for (int n0 = 0; n0 < N; n0 += 4) {
-        const int nr = N - n0 < 4 ? N - n0 : 4;
-        const uint16_t *x0 = xb + (size_t)n0 * ld;
-        for (int o = o0; o < o1; o++) {
-            const uint16_t *wr = w + (size_t)o * IC;
+    int o = o0;
+    /* fewer than 4 rows: the one-output loop below streams each weight row
+     * front to back, which decode at batch 1 needs (4 interleaved rows ran
+     * batch-1 decode at ~0.65x); the tiles pay from 4 rows on */
+    for (; N >= 4 && o + 4 <= o1; o += 4) {
+        const uint16_t *wr = w + (size_t)o * IC;
+        if (o + 8 <= o1)
+            for (int q = 0; q < 4; q++) _mm_prefetch((const char *)(wr + (4 + q) * (size_t)IC), _MM_HINT_T0);
+        const float *b = bias ? bias + o : NULL;
+        for (int n0 = 0; n0 < N; n0 += 4) {
+            float *op = out + (size_t)n0 * OC + o;
+            const uint16_t *x0 = xb + (size_t)n0 * ld;
+            switch (N - n0 < 4 ? N - n0 : 4) {
+            case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 4); break;
+            case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 3); break;
+            case 2: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 2); break;
+            default: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 1); break;
+            }
+        }
+    }
+    for (; o < o1; o++) { /* the last outputs, one at a time */
+        const uint16_t *wr = w + (size_t)o * IC;
+        for (int n0 = 0; n0 < N; n0 += 4) {
+            const int nr = N - n0 < 4 ? N - n0 : 4;
+            const uint16_t *x0 = xb + (size_t)n0 * ld;
             __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-            if (o + 4 < o1) _mm_prefetch((const char *)(wr + 4 * (size_t)IC), _MM_HINT_T0);
             for (int c = 0; c <= full; c++) {
                 if (c == full && !rest) break;
                 const __m512i wv = c < full ? _mm512_loadu_si512(wr + 32 * c) : _mm512_maskz_loadu_epi16(tail, wr + 32 * c);
