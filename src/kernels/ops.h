@@ -158,6 +158,15 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     X(void, attention_kv_range,                                                                                     \
       (float *out, const float *q, size_t qstride, const float *kc, const float *vc, const int *pos, int B, int Tq, \
        int ctx, int C, int NH, long t0, long t1),                                                                   \
+      (out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))                                                   \
+    /* The same two over a bf16 KV cache (gpt2c_kv_cache, gpt2c/infer.h): same layout, keys and values                \
+     * rounded to bf16 (nearest even) as they are written, widened to fp32 as attention reads them. */              \
+    X(void, kv_write_bf16,                                                                                          \
+      (uint16_t * kc, uint16_t * vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH),      \
+      (kc, vc, qkv, pos, B, Tq, ctx, C, NH))                                                                        \
+    X(void, attention_kv_bf16_range,                                                                                \
+      (float *out, const float *q, size_t qstride, const uint16_t *kc, const uint16_t *vc, const int *pos, int B,   \
+       int Tq, int ctx, int C, int NH, long t0, long t1),                                                           \
       (out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))
 
 /* Every compute op. */
