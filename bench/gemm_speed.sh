@@ -51,18 +51,20 @@ out, R = sys.argv[1], int(sys.argv[2])
 names = {(768, 2304): "qkv", (768, 768): "attn-proj", (768, 3072): "fc", (3072, 768): "fc-proj", (768, 50304): "lm-head"}
 def load(which, p):
     runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{which}.{p}.*.json"))]
-    if not runs: return None, {}
+    if not runs: return None, {}, ""
     peak = st.median(r["peak_gflops"] for r in runs)
+    note = runs[0].get("blas_bf16", "") if p == "bf16" else runs[0].get("blas", "")
     d = {}
     for r in runs:
         for x in r["results"]:
             d.setdefault((x["N"], x["IC"], x["OC"], x["op"]), []).append(x)
-    return peak, d
+    return peak, d, note
 for p in ("fp32", "bf16"):
-    pn, dn = load("new", p)
-    po, do = load("old", p)
+    pn, dn, note = load("new", p)
+    po, do, _ = load("old", p)
     if not dn: continue
     print(f"\n### {p}: GFLOP/s (median of {R} rounds) and % of the measured peak ({pn:.1f} GFLOP/s)")
+    if note: print(f"BLAS ({p}): {note}\n")
     hdr = "| B*T | layer | op | after GFLOP/s | after % peak |"
     if do: hdr += " before GFLOP/s | before % peak | after/before |"
     if p == "fp32": hdr += " OpenBLAS GFLOP/s | % peak |"

@@ -3,7 +3,7 @@
 # sitting: GPT-2 124M with random weights as fp32 / bf16 (where `--precision
 # bf16` exists) / q8 / q4 / nf4: file size, resident weight memory, prefill
 # tok/s (P=512), decode tok/s (batch 1 and 8) and decode as a share of its
-# memory-bandwidth bound; then perplexity on tinyshakespeare's validation
+# memory-bandwidth bound (and q4 with an fp32 KV cache beside its default bf16 one); then perplexity on tinyshakespeare's validation
 # split of a checkpoint trained here (CKPT, tokenized with TOK), per format.
 # Prints a markdown table at the end (summary.md).
 # Usage: bench/quant.sh [BUILD_DIR] [OUT] [CKPT] [TOK]
@@ -36,9 +36,17 @@ done
 ls -l "$OUT"/gpt2_*.safetensors > "$OUT/sizes.txt"
 
 # bf16: the fp32 file run with --precision bf16, where that option exists
+# q4-kvf32: q4 with the fp32 KV cache (quantized models default to a bf16 one), to show what the cache's bytes cost
 FMTS="f32 q8 q4 nf4"
 if "$G" bench generate --help 2>&1 | grep -q -- "--precision"; then FMTS="f32 bf16 q8 q4 nf4"; fi
-args_of() { if [ "$1" = bf16 ]; then echo "--model $OUT/gpt2_f32.safetensors --precision bf16"; else echo "--model $OUT/gpt2_$1.safetensors"; fi; }
+if "$G" bench generate --help 2>&1 | grep -q -- "--kv-cache"; then FMTS="$FMTS q4-kvf32"; fi
+args_of() {
+  case $1 in
+    bf16) echo "--model $OUT/gpt2_f32.safetensors --precision bf16" ;;
+    q4-kvf32) echo "--model $OUT/gpt2_q4.safetensors --kv-cache f32" ;;
+    *) echo "--model $OUT/gpt2_$1.safetensors" ;;
+  esac
+}
 
 # speed: each format in its own process (resident memory is per process), one timed run per process,
 # the formats interleaved and repeated REPS times so that a busy moment of a shared machine hits them
@@ -59,7 +67,7 @@ rm -f "$OUT/eval.txt"
 if [ -n "$CKPT" ] && [ -f "$DATA/tinyshakespeare/input.txt" ]; then
   [ -f "$OUT/ts/ts_val_000000.bin" ] || "$G" tokenize --vocab "$TOK" --in "$DATA/tinyshakespeare/input.txt" --out "$OUT/ts" --name ts > /dev/null
   for f in $FMTS; do
-    case $f in f32) Q=() ;; bf16) Q=(--precision bf16) ;; *) Q=(--quant $f) ;; esac
+    case $f in f32) Q=() ;; bf16) Q=(--precision bf16) ;; q4-kvf32) continue ;; *) Q=(--quant $f) ;; esac
     log "$G eval --model $CKPT ${Q[*]} --data $OUT/ts/ts_val_000000.bin --batch 4 --seq 256"
     echo "$f $("$G" eval --model "$CKPT" ${Q[@]+"${Q[@]}"} --data "$OUT/ts/ts_val_000000.bin" --batch 4 --seq 256 2>&1 | tail -1)" >> "$OUT/eval.txt"
   done

@@ -1,10 +1,12 @@
 /* What quantizing the activations to int8 (the q8 / q4 decode kernels on
- * AVX-512 VNNI) costs in perplexity: the validation tokens are fed through
- * the decode path one token per step (3 sequences at a time, within the
- * int8 kernels' 3 rows), each position's logits scored against the next
- * token, once with int8 activations and once with fp32 activations (the
- * dequantized weights exactly).  Built and run by bench/quant_act_ppl.sh.
- * Usage: quant_act_ppl CKPT FORMAT VAL.bin [SEQ]   (llm.c token shard) */
+ * AVX-512 VNNI) and rounding the KV cache to bf16 cost in perplexity: the
+ * validation tokens are fed through the decode path one token per step (3
+ * sequences at a time, within the int8 kernels' 3 rows), each position's
+ * logits scored against the next token, with {int8, fp32} activations x
+ * {fp32, bf16} KV cache (fp32 + fp32: the dequantized weights exactly;
+ * int8 + bf16: the default decode of q8 / q4).  Built and run by
+ * bench/quant_act_ppl.sh.
+ * Usage: quant_act_ppl CKPT FORMAT VAL.bin [SEQ [MAXSEQS]]   (llm.c token shard; MAXSEQS: sequences scored, default all) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@ static double nll(const float *logits, int V, int32_t target) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: quant_act_ppl CKPT q8|q4 VAL.bin [SEQ]\n");
+        fprintf(stderr, "usage: quant_act_ppl CKPT f32|q8|q4|nf4 VAL.bin [SEQ]\n");
         return 2;
     }
     const int T = argc > 4 ? atoi(argv[4]) : 256;
@@ -46,22 +48,29 @@ int main(int argc, char **argv) {
     gpt2c_model *m = NULL;
     gpt2c_format fmt;
     if (gpt2c_model_load(argv[1], &m) != GPT2C_OK || gpt2c_format_parse(argv[2], &fmt) != 0 ||
-        gpt2c_quantize_model(m, fmt, 0, 1, NULL) != GPT2C_OK) {
+        (gpt2c_format_is_quantized(fmt) && gpt2c_quantize_model(m, fmt, 0, 1, NULL) != GPT2C_OK)) {
         fprintf(stderr, "quant_act_ppl: %s\n", gpt2c_errmsg());
         return 1;
     }
-    gpt2c_quant_release_fp32(m);
+    if (gpt2c_format_is_quantized(fmt)) gpt2c_quant_release_fp32(m);
     const int V = gpt2c_model_config(m)->vocab_size, Vp = gpt2c_model_config(m)->padded_vocab_size;
     (void)Vp;
-    gpt2c_infer *s = NULL;
-    if (gpt2c_infer_create(m, ROWS, T, 16, &s) != GPT2C_OK) {
-        fprintf(stderr, "quant_act_ppl: %s\n", gpt2c_errmsg());
-        return 1;
-    }
-    const int nseq = (n - 1) / T / ROWS * ROWS; /* whole groups of ROWS sequences of T + 1 tokens' worth */
-    for (int mode = 0; mode < 2; mode++) {
-        const int int8 = gpt2c_qmatmul_set_int8_act(mode == 0);
-        if (mode == 0 && !int8) printf("no AVX-512 VNNI here: int8 activations unavailable\n");
+    int nseq = (n - 1) / T / ROWS * ROWS; /* whole groups of ROWS sequences of T + 1 tokens' worth */
+    if (argc > 5 && atoi(argv[5]) > 0 && atoi(argv[5]) / ROWS * ROWS < nseq) nseq = atoi(argv[5]) / ROWS * ROWS;
+    for (int mode = 0; mode < 4; mode++) {
+        const int want8 = mode % 2 == 0, kvbf16 = mode >= 2;
+        const int int8 = gpt2c_qmatmul_set_int8_act(want8) && gpt2c_format_is_quantized(fmt);
+        if (want8 && !int8) {
+            printf("%s int8 activations: unavailable (no AVX-512 VNNI here, or fp32 weights)\n", argv[2]);
+            fflush(stdout);
+            continue;
+        }
+        gpt2c_model_set_kv_cache(m, kvbf16 ? GPT2C_KV_BF16 : GPT2C_KV_F32);
+        gpt2c_infer *s = NULL;
+        if (gpt2c_infer_create(m, ROWS, T, 16, &s) != GPT2C_OK) {
+            fprintf(stderr, "quant_act_ppl: %s\n", gpt2c_errmsg());
+            return 1;
+        }
         double total = 0;
         long count = 0;
         for (int g = 0; g < nseq; g += ROWS) {
@@ -77,11 +86,11 @@ int main(int argc, char **argv) {
                     total += nll(gpt2c_infer_logits(s, r), V, tok16[(size_t)(g + r) * T + t + 1]), count++;
             }
         }
-        printf("%s %s activations: loss %.6f perplexity %.4f over %ld tokens (%d sequences of %d, decode path)\n",
-               argv[2], mode == 0 ? (int8 ? "int8" : "fp32 (int8 unavailable)") : "fp32", total / count,
-               exp(total / count), count, nseq, T);
+        printf("%s %s activations, %s KV cache: loss %.6f perplexity %.4f over %ld tokens (%d sequences of %d, decode path)\n",
+               argv[2], int8 ? "int8" : "fp32", kvbf16 ? "bf16" : "fp32", total / count, exp(total / count), count, nseq, T);
+        fflush(stdout);
+        gpt2c_infer_free(s);
     }
-    gpt2c_infer_free(s);
     gpt2c_model_free(m);
     free(tok16);
     return 0;

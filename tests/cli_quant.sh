@@ -45,11 +45,25 @@ check "profile of a quantized file profiles its inference" \
 bad "profile --quant on a quantized file" "already quantized" profile --model "$W/q8.safetensors" --quant q4 "${P[@]}"
 bad "profile --quant unknown" "unknown format" profile "${TINY[@]}" --quant q5 "${P[@]}"
 bad "profile --infer with a thread sweep" "sweeps" profile "${TINY[@]}" --infer --seq 8 --threads 1,2 --no-peak --no-counters
+check "profile --decode-only: the decode steps alone (B x decode tokens, no prefill in the step)" \
+    '"$G" profile "${TINY[@]}" --quant q4 "${P[@]}" --decode-only 2>/dev/null | grep -q "B=2 T=2"'
+bad "profile --decode-only of training" "--decode-only" profile "${TINY[@]}" --decode-only --seq 8 --no-peak --no-counters --threads 1
+bad "profile --decode-only without decode steps" "--decode >= 1" profile "${TINY[@]}" --quant q4 --decode-only --decode 0 --seq 8 --no-peak --no-counters --threads 1
 bad "profile --infer beyond the context" "exceeds the model's context" profile "${TINY[@]}" --infer --seq 60 --decode 10 --no-peak --no-counters --threads 1
 check "bench generate reports the bytes per step and the bandwidth bound fields" \
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"decode_bytes_per_step_mb\":.*\"decode_pct_of_bound\""'
 check "bench generate without a bandwidth figure says why" \
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak | grep -q "bound unavailable (--no-peak)"'
+# the KV cache type: bf16 by default with quantized weights, f32 on request (and for fp32 weights)
+check "bench generate: a quantized model's default KV cache is bf16" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"kv_cache\":\"bf16\""'
+check "bench generate --kv-cache f32 on a quantized model" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --kv-cache f32 --json | grep -q "\"kv_cache\":\"f32\""'
+check "bench generate: an fp32 model's default KV cache is f32" \
+    '"$G" bench generate --model "$W/fp32.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --json | grep -q "\"kv_cache\":\"f32\""'
+g1=$("$G" generate --model "$W/fp32.safetensors" --kv-cache bf16 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
+check "generate --kv-cache bf16 on an fp32 model produces tokens" '[ -n "$g1" ]'
+bad "unknown --kv-cache" "--kv-cache 'int4': unknown cache type" generate --model "$W/q8.safetensors" --kv-cache int4 --prompt-ids 1
 head -c 100000 "$W/q8.safetensors" > "$W/trunc.safetensors"
 bad "a truncated quantized file" "trunc.safetensors" eval --model "$W/trunc.safetensors" --data "$W/val.bin"
 exit $fail

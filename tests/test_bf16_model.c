@@ -26,6 +26,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
+#include "kernels/bf16.h"
 #include "model/model_internal.h"
 #include "testutil.h"
 
@@ -186,6 +187,14 @@ static void run_fixture(const char *name) {
         if (e > e_steps) e_steps = e;
     }
     CHECK_MSG(e_steps <= TOL_STEPS, "%s: bf16 10-step losses rel err %.3g > %g", name, e_steps, TOL_STEPS);
+    /* the update left every weight copy equal to its master rounded to bf16 */
+    size_t stale = 0;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        const uint16_t *cp = gpt2c_model_bf16_copy(m, id);
+        const float *pm = gpt2c_param_slice(m, m->params_mem, id, 0);
+        for (size_t i = 0; cp && i < m->info[id].numel; i++) stale += cp[i] != gpt2c_bf16_from_f32(pm[i]);
+    }
+    CHECK_MSG(stale == 0, "%s: %zu bf16 weight copies differ from their masters after 10 updates", name, stale);
     gpt2c_model_free(m);
     printf("  %-10s bf16 vs fp32 PyTorch: logits %.2e (fp32 path %.1e), inference %.2e, loss %.2e, grads %.2e, "
            "10 steps %.2e\n", name, e_logits, e_fp32, e_inf, e_loss, e_grad, e_steps);

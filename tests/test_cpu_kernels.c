@@ -10,6 +10,7 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 
@@ -196,6 +197,32 @@ static void test_pointwise(size_t n) {
         CHECK_MSG(memcmp(gz, o_r, 4 * n) == 0, "[%s] adamw_zero_grad n=%zu threads=%d: gradient not zeroed", g_isa, n,
                   t + 1);
         free(pz), free(mz), free(vz), free(gz);
+    }
+    /* adamw_zero_grad_bf16 (cpu and ref): adamw_zero_grad's numbers bitwise, and
+     * the bf16 copy is the updated p rounded by gpt2c_bf16_from_f32; one NaN and
+     * one value halfway between two bf16 (ties to even) among them */
+    for (int t = 0; t < 3; t++) {
+        gpt2c_set_threads(t == 2 ? 2 : t + 1);
+        const gpt2c_kernels *K = t == 2 ? REF : CPU;
+        float *pz = dup(p[0], n), *mz = dup(m[0], n), *vz = dup(v[0], n), *gz = dup(d, n);
+        float *pb_ = dup(p[0], n), *mb = dup(m[0], n), *vb = dup(v[0], n), *gb = dup(d, n);
+        uint16_t *copy = malloc(2 * n);
+        if (n > 2) gz[1] = gb[1] = NAN;
+        K->adamw_zero_grad(pz, gz, mz, vz, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 5);
+        K->adamw_zero_grad_bf16(pb_, gb, mb, vb, copy, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 5);
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) bad += copy[i] != gpt2c_bf16_from_f32(pb_[i]);
+        CHECK_MSG(memcmp(pz, pb_, 4 * n) == 0 && memcmp(mz, mb, 4 * n) == 0 && memcmp(vz, vb, 4 * n) == 0 &&
+                      memcmp(gz, gb, 4 * n) == 0,
+                  "[%s] adamw_zero_grad_bf16 (%s) n=%zu: not bitwise adamw_zero_grad", g_isa, K->name, n);
+        CHECK_MSG(bad == 0, "[%s] adamw_zero_grad_bf16 (%s) n=%zu: %d bf16 copies differ from the rounded p", g_isa,
+                  K->name, n, bad);
+        uint16_t tie[2];
+        float pt[2] = {1.0f + 0x1.0p-8f, 1.0f + 3 * 0x1.0p-8f}, zt[2] = {0, 0}, mt[2] = {0, 0}, vt[2] = {0, 0};
+        K->adamw_zero_grad_bf16(pt, zt, mt, vt, tie, 2, 0.0f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1); /* lr 0: p kept */
+        CHECK_MSG(tie[0] == 0x3f80 && tie[1] == 0x3f82, "[%s] adamw_zero_grad_bf16 (%s): ties %04x %04x, want 3f80 3f82",
+                  g_isa, K->name, tie[0], tie[1]);
+        free(pz), free(mz), free(vz), free(gz), free(pb_), free(mb), free(vb), free(gb), free(copy);
     }
     free(x), free(d), free(y), free(o_r), free(g_r), free(p_r), free(m_r), free(v_r);
     for (int t = 0; t < 2; t++) free(o[t]), free(g[t]), free(p[t]), free(m[t]), free(v[t]);

@@ -4,13 +4,17 @@
  * are not multiples of 16 and 64, batches at different positions, prefill and
  * decode, contexts longer than any score buffer would hold; and the values
  * of a query do not depend on how the tasks are split into ranges (prefill
- * in any chunking and decode agree bit for bit). */
+ * in any chunking and decode agree bit for bit).  The bf16 cache: kv_write_bf16
+ * (cpu = ref bit for bit, nearest-even rounding), and attention over it equals
+ * the fp32 kernel over the same values widened, bit for bit, and ref within
+ * the same tolerance. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
+#include "gpt2c/dtype.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 
@@ -66,6 +70,55 @@ static void check_case(attn_fn cpu, attn_fn ref, int B, int Tq, int ctx, int C, 
     free(q), free(kc), free(vc), free(want), free(got), free(got2);
 }
 
+typedef void (*attn16_fn)(float *, const float *, size_t, const uint16_t *, const uint16_t *, const int *, int, int,
+                          int, int, int, long, long);
+
+/* A bf16 cache written through kv_write_bf16 (cpu and ref), then attention over it. */
+static void check_bf16_case(const gpt2c_kernels *cpu, const gpt2c_kernels *ref, int B, int Tq, int ctx, int C, int NH,
+                            const int *pos) {
+    const size_t qs = (size_t)3 * C, cache = (size_t)B * C * ctx;
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 12, (uint64_t)(B * 131 + Tq * 7 + ctx + C));
+    /* the rows written: every sequence's positions 0 .. pos[b]+Tq-1, in one kv_write of ctx rows at position 0 */
+    float *qkv = malloc(sizeof(float) * (size_t)B * ctx * qs);
+    uint16_t *k16 = calloc(cache, 2), *v16 = calloc(cache, 2), *k16r = calloc(cache, 2), *v16r = calloc(cache, 2);
+    float *kf = malloc(sizeof(float) * cache), *vf = malloc(sizeof(float) * cache);
+    float *want = malloc(sizeof(float) * (size_t)B * Tq * C), *got = malloc(sizeof(float) * (size_t)B * Tq * C);
+    float *gotf = malloc(sizeof(float) * (size_t)B * Tq * C);
+    for (size_t i = 0; i < (size_t)B * ctx * qs; i++) qkv[i] = 2.0f * gpt2c_rng_normal(&r);
+    qkv[C] = 1.0f + 1.0f / 256; /* a tie halfway between two bf16 values: rounds to even (1.0) */
+    qkv[C + 1] = 1.0f + 3.0f / 256; /* ... and to even upwards (1 + 4/256) */
+    int zero[8] = {0};
+    cpu->kv_write_bf16(k16, v16, qkv, zero, B, ctx, ctx, C, NH);
+    ref->kv_write_bf16(k16r, v16r, qkv, zero, B, ctx, ctx, C, NH);
+    CHECK(memcmp(k16, k16r, cache * 2) == 0 && memcmp(v16, v16r, cache * 2) == 0);
+    CHECK(k16[0] == 0x3F80 && k16[ctx] == 0x3F82); /* the two ties above, key channels 0 and 1 of token 0 */
+    CHECK(k16[1] == gpt2c_f32_to_bf16(qkv[qs + C]) && v16[0] == gpt2c_f32_to_bf16(qkv[2 * C]));
+    for (size_t i = 0; i < cache; i++) {
+        union { uint32_t u; float f; } a = {(uint32_t)k16[i] << 16}, b = {(uint32_t)v16[i] << 16};
+        kf[i] = a.f, vf[i] = b.f;
+    }
+    /* queries: rows pos[b] .. pos[b]+Tq-1 of each sequence's qkv */
+    float *q = malloc(sizeof(float) * (size_t)B * Tq * qs);
+    for (int b = 0; b < B; b++)
+        memcpy(q + (size_t)b * Tq * qs, qkv + ((size_t)b * ctx + pos[b]) * qs, sizeof(float) * Tq * qs);
+    const long tasks = (long)B * NH * Tq;
+    ref->attention_kv_bf16_range(want, q, qs, k16, v16, pos, B, Tq, ctx, C, NH, 0, tasks);
+    for (long t0 = 0; t0 < tasks; t0 += 4)
+        cpu->attention_kv_bf16_range(got, q, qs, k16, v16, pos, B, Tq, ctx, C, NH, t0, t0 + 4 < tasks ? t0 + 4 : tasks);
+    run_ranges(cpu->attention_kv_range, gotf, q, qs, kf, vf, pos, B, Tq, ctx, C, NH, 4);
+    const int hs = C / NH;
+    double worst = 0;
+    for (size_t i = 0; i < (size_t)B * Tq * NH; i++) {
+        const double e = tu_max_rel_err(got + i * hs, want + i * hs, (size_t)hs, 1e-3);
+        if (!(e <= worst)) worst = e;
+    }
+    printf("  bf16 cache B=%d Tq=%d ctx=%d C=%d NH=%d: max relative error %.2g against ref\n", B, Tq, ctx, C, NH, worst);
+    CHECK(worst < 1e-5);
+    CHECK(memcmp(got, gotf, sizeof(float) * (size_t)B * Tq * C) == 0); /* = the fp32 kernel on the widened values */
+    free(qkv), free(k16), free(v16), free(k16r), free(v16r), free(kf), free(vf), free(want), free(got), free(gotf), free(q);
+}
+
 int main(void) {
     const gpt2c_kernels *cpu = NULL, *ref = NULL;
     CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
@@ -81,5 +134,10 @@ int main(void) {
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 8, 300, 128, 2, pedge);
     const int plong[1] = {4999};
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 2, 5003, 128, 2, plong); /* beyond 4096 keys */
+    /* a bf16 cache: masked head sizes, batches at positions, tiles with tails, decode */
+    check_bf16_case(cpu, ref, 1, 37, 48, 96, 2, p0);
+    check_bf16_case(cpu, ref, 4, 9, 96, 64, 1, p1);
+    check_bf16_case(cpu, ref, 2, 130, 220, 240, 3, p2);
+    check_bf16_case(cpu, ref, 1, 1, 300, 128, 2, pedge);
     return tu_finish("test_flash_attention");
 }

@@ -58,9 +58,10 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
         }
     }
     gpt2c_cpu_force_isa("auto");
-    /* int8 activations (AVX-512 VNNI, q8 / q4 up to 3 rows): against the same scheme in plain C, and,
-     * loosely, against the fp32 result (activation rounding: ~0.4% per element) */
-    if ((f == GPT2C_FMT_Q8 || f == GPT2C_FMT_Q4) && gpt2c_qmatmul_set_int8_act(1)) {
+    /* int8 activations (AVX-512 VNNI; q8 up to 3 rows, q4 / nf4 rows of a multiple of 128 up to 8): against
+     * the same scheme in plain C, and, loosely, against the fp32 result (activation rounding: ~0.4% per
+     * element; nf4 also rounds its 16 values to multiples of 1 / 127) */
+    if (gpt2c_qmatmul_set_int8_act(1)) {
         float *oracle = malloc(sizeof(float) * N * OC);
         gpt2c_qmatmul_range_int8_scalar(oracle, x, &t, with_bias ? bias : NULL, N, act, 0, OC);
         for (int i = 0; i < N * OC; i++) got[i] = NAN;
@@ -72,8 +73,9 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
             if (!(e <= worst)) worst = e;
             if (!(e2 <= worst_f32)) worst_f32 = e2;
         }
-        /* the int8 kernel takes up to 3 rows of a multiple of 64, up to 8192 long; the rest stays fp32 */
-        const int int8_path = N <= 3 && IC <= 8192 && IC % 64 == 0;
+        /* the int8 kernel takes up to 3 rows of a multiple of 64 (q4 by 128: up to 8), up to 8192 long; the rest stays fp32 */
+        const int by128 = f != GPT2C_FMT_Q8 && IC % 128 == 0 && N <= 8; /* q4 / nf4 */
+        const int int8_path = IC <= 8192 && IC % 64 == 0 && (by128 || (f != GPT2C_FMT_NF4 && N <= 3));
         if (int8_path ? !(worst < 2e-6) || !(worst_f32 < 2e-2) : !(worst_f32 < 2e-6)) {
             fprintf(stderr, "int8 activations %s block %d N=%d IC=%d OC=%d: %.3g against its oracle, %.3g against fp32\n",
                     gpt2c_format_get(f)->name, block, N, IC, OC, worst, worst_f32);
@@ -90,7 +92,8 @@ int main(void) {
     gpt2c_qmatmul_set_int8_act(0); /* the fp32-activation kernels first; int8 ones per case below */
     const gpt2c_format fmts[] = {GPT2C_FMT_Q8, GPT2C_FMT_Q4, GPT2C_FMT_NF4};
     const int shapes[][3] = {{1, 64, 7}, {2, 128, 9}, {3, 192, 4}, {4, 64, 8}, {5, 256, 13},
-                             {8, 128, 17}, {11, 320, 6}, {1, 8448, 3}, {6, 8448, 5}};
+                             {8, 128, 17}, {11, 320, 6}, {1, 8448, 3}, {6, 8448, 5}, {1, 384, 7}, {3, 768, 5},
+                             {2, 1280, 3}, {8, 768, 37}, {5, 384, 21}, {7, 256, 6}};
     for (int fi = 0; fi < 3; fi++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int variant = 0; variant < 2; variant++) {

@@ -112,6 +112,8 @@ static void one_format(gpt2c_format f) {
     for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 37 + 5) % V);
     float *got = malloc(sizeof(float) * T * Vp);
     gpt2c_infer *s = NULL;
+    CHECK(gpt2c_model_kv_cache(q) == GPT2C_KV_BF16); /* the default cache of quantized weights */
+    gpt2c_model_set_kv_cache(q, GPT2C_KV_F32);       /* fp32 keys and values: exactly the dequantized weights' forward */
     CHECK_OK(gpt2c_infer_create(q, 1, 0, 0, &s));
     gpt2c_qmatmul_set_int8_act(0); /* fp32 activations: exactly the dequantized weights */
     CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 2, got));
@@ -126,7 +128,16 @@ static void one_format(gpt2c_format f) {
     CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 1, NULL));
     CHECK_OK(gpt2c_infer_decode(s, &tok[T - 1]));
     memcpy(got8, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+    /* the default bf16 cache (fp32 activations): keys and values rounded to bf16 */
+    float *gotbf = malloc(sizeof(float) * Vp);
     gpt2c_qmatmul_set_int8_act(0);
+    gpt2c_infer_free(s);
+    gpt2c_model_set_kv_cache(q, GPT2C_KV_AUTO);
+    CHECK_OK(gpt2c_infer_create(q, 1, 0, 0, &s));
+    CHECK(gpt2c_infer_kv_cache(s) == GPT2C_KV_BF16);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 1, NULL));
+    CHECK_OK(gpt2c_infer_decode(s, &tok[T - 1]));
+    memcpy(gotbf, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
     gpt2c_infer_free(s);
     CHECK_OK(gpt2c_quant_dequantize_params(q));
     CHECK_OK(gpt2c_model_forward(q, tok, NULL, 1, T, NULL));
@@ -140,7 +151,10 @@ static void one_format(gpt2c_format f) {
     const double e8 = max_rel(got8, want + (size_t)(T - 1) * Vp, (size_t)V);
     CHECK_MSG(e8 < 3e-2, "%s: int8-activation decode vs dequantized forward: relative error %.3g", fname, e8);
     if (int8) printf("  %s: decode with int8 activations vs dequantized forward %.2g\n", fname, e8);
-    free(got8);
+    const double ebf = max_rel(gotbf, want + (size_t)(T - 1) * Vp, (size_t)V);
+    CHECK_MSG(ebf > 0 && ebf < 1e-2, "%s: bf16-cache decode vs dequantized forward: relative error %.3g", fname, ebf);
+    printf("  %s: decode with a bf16 KV cache vs dequantized forward %.2g\n", fname, ebf);
+    free(got8), free(gotbf);
     printf("  %s: save/load exact, infer vs dequantized forward %.2g\n", fname, worst);
     free(got);
     gpt2c_model_free(q);

@@ -30,6 +30,24 @@ typedef struct gpt2c_infer gpt2c_infer;
 gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int chunk, gpt2c_infer **out);
 void gpt2c_infer_free(gpt2c_infer *s);
 
+/* The KV cache's element type.  bf16 halves the bytes a decode step reads
+ * from the cache (at a 512-token context that is 38.9 MB of GPT-2 124M's
+ * per-step reads in fp32, as much as q4 weights): each key and value is
+ * rounded to bf16 (nearest even) when written, attention computes in fp32.
+ * AUTO: bf16 for a model with quantized weights (their decode is the one
+ * the cache's bytes bound; its cost is measured in docs/QUANTIZATION.md),
+ * fp32 otherwise. */
+typedef enum { GPT2C_KV_AUTO = 0, GPT2C_KV_F32 = 1, GPT2C_KV_BF16 = 2 } gpt2c_kv_cache;
+/* The cache type inference states made from m from now on use (AUTO: the default). */
+void gpt2c_model_set_kv_cache(gpt2c_model *m, gpt2c_kv_cache kv);
+/* What AUTO (or the type set) resolves to for m now: F32 or BF16. */
+gpt2c_kv_cache gpt2c_model_kv_cache(const gpt2c_model *m);
+/* The state's cache type (F32 or BF16), and its name ("f32", "bf16"). */
+gpt2c_kv_cache gpt2c_infer_kv_cache(const gpt2c_infer *s);
+const char *gpt2c_kv_cache_name(gpt2c_kv_cache kv);
+/* "auto", "f32" (or "fp32"), "bf16" -> *out; -1 if none of those. */
+int gpt2c_kv_cache_parse(const char *name, gpt2c_kv_cache *out);
+
 int gpt2c_infer_batch(const gpt2c_infer *s);
 int gpt2c_infer_ctx(const gpt2c_infer *s);
 /* Tokens already in sequence seq's cache. */

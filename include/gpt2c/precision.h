@@ -18,6 +18,7 @@
 #define GPT2C_PRECISION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpt2c/format.h"
 #include "gpt2c/model.h"
@@ -52,6 +53,12 @@ gpt2c_tensor gpt2c_model_weight(const gpt2c_model *m, int id, int layer);
  * when the master weights were written since (gpt2c_model_params_upload,
  * gpt2c_model_init_random mark them). */
 void gpt2c_model_refresh_bf16(gpt2c_model *m, int all);
+
+/* The bf16 copy of tensor id (all its layers, numel elements, in the fp32
+ * slice's order) for whoever refreshes it in place (the fused AdamW update);
+ * NULL when there is none (fp32 precision, not a matmul weight, or the fp32
+ * masters were given back). */
+uint16_t *gpt2c_model_bf16_copy(gpt2c_model *m, int id);
 
 /* Inference in bf16: gives the fp32 master copies of the matmul weights back
  * to the OS (they read as zeros afterwards); inference reads the bf16 copies

@@ -42,6 +42,8 @@ enum { GPT2C_NF4_DQ_BLOCK = 256 };
 
 /* bitsandbytes' NF4 values, ascending (code i -> gpt2c_nf4_code[i]). */
 extern const float gpt2c_nf4_code[16];
+/* round(127 * gpt2c_nf4_code[i]): the values the int8-activation decode kernel multiplies (times absmax / 127). */
+extern const int8_t gpt2c_nf4_code_i8[16];
 /* bitsandbytes' signed 8-bit dynamic map (create_dynamic_map(signed=True)), ascending. */
 const float *gpt2c_dynamic_map(void);
 
@@ -79,12 +81,13 @@ void gpt2c_nf4_dq_unpack(const uint8_t *codes8, const float *absmax2, float offs
  * per-thread buffer, never as a whole.  The ISA follows gpt2c_cpu_isa(). */
 void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                          int o0, int o1);
-/* On CPUs with AVX-512 VNNI, q8 and q4 decode (up to 3 rows) runs with the
- * activations quantized to int8 per block of 32, as llama.cpp's Q8_0 does
- * (da = absmax / 127, round to nearest), and integer dot products; that is
- * the default there (GPT2C_QUANT_ACT=f32 turns it off).  Everything else
- * keeps the activations fp32 and computes with exactly the dequantized
- * weights.  Returns whether int8 activations are in use; set_ asks for them
+/* On CPUs with AVX-512 VNNI, decode (q8 up to 3 rows; q4 and nf4 rows of a
+ * multiple of 128 up to 8) runs with the activations quantized to int8 per
+ * block of 32, as llama.cpp's Q8_0 does (da = absmax / 127, round to
+ * nearest), and integer dot products (nf4: its 16 values as int8,
+ * gpt2c_nf4_code_i8); that is the default there (GPT2C_QUANT_ACT=f32 turns
+ * it off).  Everything else keeps the activations fp32 and computes with
+ * exactly the dequantized weights.  Returns whether int8 activations are in use; set_ asks for them
  * (granted only where VNNI runs) and returns the same. */
 int gpt2c_qmatmul_int8_act(void);
 int gpt2c_qmatmul_set_int8_act(int on);

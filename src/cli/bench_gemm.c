@@ -134,7 +134,7 @@ int bench_gemm(int argc, char **argv) {
                                                        : "autotuned now");
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas) printf("  blas: %s\n", blas_desc);
-        else if (g_bf16 && !no_blas) printf("  blas: unavailable for bf16 (no cblas_sbgemm used)\n");
+        else if (g_bf16 && !no_blas) printf("  blas: %s\n", gpt2c_blas_sbgemm_status());
 #endif
         printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s | %9s %8s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms", "GFLOP/s",
                "best", "%peak", "blas_ms", "GFLOP/s", "%peak", "cpu/blas");
@@ -143,9 +143,10 @@ int bench_gemm(int argc, char **argv) {
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : GEMM_KC, g_bf16 ? bl.mc : fmc,
                g_bf16 ? bl.nc : fnc);
 #ifdef GPT2C_HAVE_BLAS
-        if (have_blas) {
-            printf("\"blas\":\"");
-            for (const char *c = blas_desc; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        if (have_blas || (g_bf16 && !no_blas)) {
+            const char *d = have_blas ? blas_desc : gpt2c_blas_sbgemm_status();
+            printf("\"%s\":\"", have_blas ? "blas" : "blas_bf16");
+            for (const char *c = d; *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
             printf("\",");
         }
 #endif

@@ -53,7 +53,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *precision = "fp32", *adapter = NULL;
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *kv = NULL, *precision = "fp32", *adapter = NULL;
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0, no_peak = 0, cpu_time = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -68,6 +68,7 @@ int bench_generate(int argc, char **argv) {
         {"--cpu-time", CLI_FLAG, &cpu_time, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "no read-bandwidth figure (gpt2c_peak_get; else cached or measured once)", 0, 0},
         QUANT_ARG_OPT(quant),
+        KV_ARG_OPT(kv),
         ADAPTER_ARG_OPT(adapter),
         PRECISION_ARG_OPT(precision),
     };
@@ -78,7 +79,7 @@ int bench_generate(int argc, char **argv) {
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
     const int nthreads = gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply("bench generate", quant, model, m, 1) || precision_arg_apply("bench generate", precision, m, 1) ||
+    if (quant_arg_apply("bench generate", quant, model, m, 1) || kv_arg_apply("bench generate", kv, m) || precision_arg_apply("bench generate", precision, m, 1) ||
         adapter_arg_apply("bench generate", adapter, m)) {
         gpt2c_model_free(m);
         return 1;
@@ -138,7 +139,8 @@ int bench_generate(int argc, char **argv) {
         const double step_s = batch / decode;
         /* bytes read per decode step: the weights once, and every sequence's keys and values up to its
          * position (the middle of the decode on average); the bound is that over the read bandwidth */
-        const double kv_bytes = 2.0 * 4.0 * c->num_layers * (double)c->channels * (P + 0.5 * (N - 1)) * batch;
+        const double kv_es = gpt2c_infer_kv_cache(s) == GPT2C_KV_BF16 ? 2.0 : 4.0; /* bytes per cached value */
+        const double kv_bytes = 2.0 * kv_es * c->num_layers * (double)c->channels * (P + 0.5 * (N - 1)) * batch;
         const double step_bytes = wbytes + kv_bytes;
         gpt2c_peak pk = {0};
         char why[160] = "--no-peak";
@@ -151,10 +153,10 @@ int bench_generate(int argc, char **argv) {
                    "\"runs\":%d,\"cpu_time\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f,"
                    "\"format\":\"%s\",\"weights_resident_mb\":%.1f,\"decode_bytes_per_step_mb\":%.1f,"
-                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f}\n",
+                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f,\"kv_cache\":\"%s\"}\n",
                    model, backend, nthreads, P, N, batch, runs, cpu_time, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb, step_bytes / 1e6, read_gbs, bound_tok_s,
-                   bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0);
+                   bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0, gpt2c_kv_cache_name(gpt2c_infer_kv_cache(s)));
         } else {
             printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);
@@ -167,8 +169,8 @@ int bench_generate(int argc, char **argv) {
                        step_bytes / 1e6, read_gbs, pk.from_cache ? "cached" : "measured", bound_tok_s, 100.0 * decode / bound_tok_s);
             else
                 printf("bound    %.1f MB read per step (weights + KV cache); bandwidth bound unavailable (%s)\n", step_bytes / 1e6, why);
-            printf("memory   weights %.1f MB (%.1f MB resident after loading), KV cache + buffers %.1f MB, peak RSS %.1f MB\n",
-                   wbytes / 1e6, resident_mb, state_mb, rss_mb);
+            printf("memory   weights %.1f MB (%.1f MB resident after loading), KV cache (%s) + buffers %.1f MB, peak RSS %.1f MB\n",
+                   wbytes / 1e6, resident_mb, gpt2c_kv_cache_name(gpt2c_infer_kv_cache(s)), state_mb, rss_mb);
         }
     }
 done:

@@ -124,8 +124,8 @@ int cmd_profile(int argc, char **argv) {
     const char *out = NULL, *backends = "cpu", *precision = "fp32", *adapter = NULL;
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
-    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16;
-    const char *quant = NULL;
+    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16, decode_only = 0;
+    const char *quant = NULL, *kv = NULL;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -148,7 +148,9 @@ int cmd_profile(int argc, char **argv) {
         {"--infer", CLI_FLAG, &infer,
          "profile inference instead of training: a step = prefill --seq tokens for --batch sequences + --decode steps", 0, 0},
         {"--decode", CLI_INT, &decode, "with --infer: decode steps per profiled step [16]", 0, 1 << 20},
+        {"--decode-only", CLI_FLAG, &decode_only, "with --infer: profile the decode steps alone (the prefill runs unprofiled)", 0, 0},
         QUANT_ARG_OPT(quant),
+        KV_ARG_OPT(kv),
         ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -190,7 +192,7 @@ int cmd_profile(int argc, char **argv) {
     /* --quant, or a quantized checkpoint: its inference is profiled (quantized bases are not trained) */
     /* with --adapter a quantized base is trained (QLoRA): its training steps are profiled */
     if ((quant || gpt2c_model_qweights(m)) && !adapter) infer = 1;
-    if (quant_arg_apply(CMD, quant, model, m, 1) || adapter_arg_apply(CMD, adapter, m)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         return 1;
     }
@@ -198,6 +200,11 @@ int cmd_profile(int argc, char **argv) {
         const int ctx = gpt2c_model_config(m)->max_seq_len;
         gpt2c_model_free(m);
         return cli_error(CMD, "--seq %d + --decode %d exceeds the model's context of %d", T, decode, ctx);
+    }
+    if (decode_only && (!infer || decode < 1)) {
+        gpt2c_model_free(m);
+        return cli_error(CMD, "--decode-only: profiles inference decode steps (needs --infer, --quant or a quantized model, "
+                              "and --decode >= 1)");
     }
     if (infer && (nb * threads.n > 1 || overhead)) {
         gpt2c_model_free(m);
@@ -246,14 +253,15 @@ int cmd_profile(int argc, char **argv) {
     if (!quiet && infer) {
         const char *fmt = gpt2c_model_qweights(m) ? gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name
                           : r.prec == GPT2C_FMT_BF16 ? "bf16" : "f32";
-        fprintf(stderr, "gpt2c profile: inference of %s (%s weights), %d sequences: each prefills %d tokens + %d decode steps per step, %s, "
-                "%d threads: %d warm-up + %d x %d steps\n", model, fmt, B, T, decode, bk[0], main_threads, warmup, trials, steps);
+        fprintf(stderr, "gpt2c profile: inference of %s (%s weights), %d sequences: each prefills %d tokens%s + %d decode steps per step, %s, "
+                "%d threads: %d warm-up + %d x %d steps\n", model, fmt, B, T, decode_only ? " (unprofiled)" : "", decode, bk[0],
+                main_threads, warmup, trials, steps);
     } else if (!quiet)
         fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s%s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
                 r.prec == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", main_threads, warmup, trials, steps);
     for (int bi = 0; bi < nb && !quiet; bi++)
         if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
-    const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed};
+    const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed, decode_only};
     if (infer ? profile_infer_run(m, &ic, &o, &s) != GPT2C_OK : run_trials(m, &s, &o, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;

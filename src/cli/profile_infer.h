@@ -10,6 +10,7 @@ typedef struct {
     int B, T, decode;          /* sequences, prompt tokens prefilled, decode steps per profiled step */
     int steps, trials, warmup; /* as for training profiles */
     unsigned long long seed;   /* the random prompt */
+    int decode_only;           /* the prefill runs before each step, unprofiled: a step is the decode steps alone */
 } profile_infer_cfg;
 
 /* Warm-up, then trials x steps profiled inference steps in a new session (*out). */

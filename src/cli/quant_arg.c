@@ -1,6 +1,7 @@
 #include "cli/quant_arg.h"
 
 #include "cli/args.h"
+#include "gpt2c/infer.h"
 #include "gpt2c/quant_model.h"
 
 int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, gpt2c_model *m, int for_inference) {
@@ -13,5 +14,13 @@ int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, 
                          gpt2c_format_get(gpt2c_model_qweights(m)->fmt)->name);
     if (gpt2c_quantize_model(m, f, 0, 1, NULL) != GPT2C_OK) return cli_fail_status(cmd);
     if (for_inference) gpt2c_quant_release_fp32(m);
+    return 0;
+}
+
+int kv_arg_apply(const char *cmd, const char *kv, gpt2c_model *m) {
+    if (!kv) return 0;
+    gpt2c_kv_cache t;
+    if (gpt2c_kv_cache_parse(kv, &t) != 0) return cli_error(cmd, "--kv-cache '%s': unknown cache type (auto, f32 or bf16)", kv);
+    gpt2c_model_set_kv_cache(m, t);
     return 0;
 }

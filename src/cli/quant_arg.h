@@ -13,4 +13,11 @@
  * (unknown format, a model that is already quantized). */
 int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, gpt2c_model *m, int for_inference);
 
+/* `--kv-cache auto|f32|bf16` (gpt2c_kv_cache, gpt2c/infer.h): generate, bench generate, profile. */
+#define KV_ARG_OPT(kv)                                                                                              \
+    {"--kv-cache", CLI_STR, &(kv),                                                                                  \
+     "KV cache type: auto|f32|bf16 (auto: bf16 with quantized weights, else f32)", 0, 0}
+/* Sets m's cache type (kv NULL: leave it); a one-line error naming --kv-cache and non-zero if unknown. */
+int kv_arg_apply(const char *cmd, const char *kv, gpt2c_model *m);
+
 #endif

@@ -131,7 +131,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
     const size_t seq_floats = (size_t)C * ctx; /* one sequence's slice of one layer's K (or V) cache */
     double pairs = 0; /* (query, key) pairs of each attention, for the profiler */
     for (int b = 0; b < nb; b++) pairs += (double)Tq * pos[b] + (double)Tq * (Tq + 1) / 2;
-    const op_cost att_cost = {pairs * NH * (4.0 * C / NH + 5), 4.0 * (n * 4.0 * C + 2 * pairs * C)};
+    const double kv_es = s->kv_bf16 ? 2.0 : 4.0; /* bytes per cached key or value */
+    const op_cost att_cost = {pairs * NH * (4.0 * C / NH + 5), 4.0 * n * 4.0 * C + kv_es * 2 * pairs * C};
     /* the LM head's rows: all (all_logits), every sequence's one row (decode), or the last */
     float *lm_out = all_logits ? all_logits : decode ? s->logits : s->logits + (size_t)seq * Vp;
     /* (decode of some sequences: into all_logits, copied to each sequence's row below) */
@@ -183,7 +184,11 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         buf[GPT2C_BUF_QKV] = s->qkv, buf[GPT2C_BUF_ATTY] = s->atty, buf[GPT2C_BUF_PROJ] = s->proj;
         buf[GPT2C_BUF_FCH] = buf[GPT2C_BUF_FCH_GELU] = s->fch;
         for (int l = 0; l < L; l++) {
-            float *kc = s->kc + (size_t)l * s->layer_cache, *vc = s->vc + (size_t)l * s->layer_cache;
+            /* this layer's cache: fp32 (kc, vc) or bf16 (kc16, vc16) */
+            float *kc = s->kc ? s->kc + (size_t)l * s->layer_cache : NULL;
+            float *vc = s->vc ? s->vc + (size_t)l * s->layer_cache : NULL;
+            uint16_t *kc16 = s->kc16 ? s->kc16 + (size_t)l * s->layer_cache : NULL;
+            uint16_t *vc16 = s->vc16 ? s->vc16 + (size_t)l * s->layer_cache : NULL;
             for (int i = 0; i < GPT2C_BLOCK_NSTAGES; i++) {
                 const gpt2c_block_stage *bs = &gpt2c_block_stages[i];
                 const int IC = bs->ic * C, OC = bs->oc * C;
@@ -248,18 +253,31 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                 }
                 case GPT2C_STAGE_ATTENTION: {
                     /* the new keys and values into the cache, one sequence per chunk; then attention per head */
-                    STAGE(nb, bs->op, l, ((op_cost){0, 8.0 * n * C}), {
-                        k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
-                                    in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+                    STAGE(nb, bs->op, l, ((op_cost){0, (4.0 + kv_es) * 2 * n * C}), {
+                        if (kc16)
+                            k->kv_write_bf16(kc16 + SEQ(chunk) * seq_floats, vc16 + SEQ(chunk) * seq_floats,
+                                             in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+                        else
+                            k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
+                                        in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
                     });
                     const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
                     STAGE(nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
                         const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
                         if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
                             const int b = (int)(t0 / NH), h = (int)(t0 % NH);
-                            k->attention_kv_range(out + (size_t)b * C, in + (size_t)b * 3 * C, (size_t)3 * C,
-                                                  kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, pos + b, 1, 1,
-                                                  s->ctx, C, NH, h, h + 1);
+                            if (kc16)
+                                k->attention_kv_bf16_range(out + (size_t)b * C, in + (size_t)b * 3 * C, (size_t)3 * C,
+                                                           kc16 + SEQ(b) * seq_floats, vc16 + SEQ(b) * seq_floats,
+                                                           pos + b, 1, 1, s->ctx, C, NH, h, h + 1);
+                            else
+                                k->attention_kv_range(out + (size_t)b * C, in + (size_t)b * 3 * C, (size_t)3 * C,
+                                                      kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, pos + b, 1, 1,
+                                                      s->ctx, C, NH, h, h + 1);
+                        } else if (kc16) {
+                            k->attention_kv_bf16_range(out, in, (size_t)3 * C, kc16 + SEQ(0) * seq_floats,
+                                                       vc16 + SEQ(0) * seq_floats, pos, nb, Tq, s->ctx, C, NH, t0,
+                                                       t0 + att_step < tend ? t0 + att_step : tend);
                         } else {
                             k->attention_kv_range(out, in, (size_t)3 * C, kc + SEQ(0) * seq_floats,
                                                   vc + SEQ(0) * seq_floats, pos, nb, Tq, s->ctx, C, NH, t0,

@@ -54,6 +54,9 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     if (!m->k->matmul_infer_range || !m->k->kv_write || !m->k->attention_kv_range)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s' has no inference kernels yet (use cpu or ref)",
                           m->k->name);
+    if (gpt2c_model_kv_cache(m) == GPT2C_KV_BF16 && (!m->k->kv_write_bf16 || !m->k->attention_kv_bf16_range))
+        return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "KV cache: backend '%s' has no bf16 cache kernels (use an f32 cache)",
+                          m->k->name);
     if (m->k->dev_alloc)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend '%s': inference in device memory is not supported yet",
                           m->k->name);
@@ -68,13 +71,15 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     s->chunk = chunk;
     s->R = R;
     s->layer_cache = (size_t)batch * C * ctx;
-    /* every buffer rounded up to 16 floats, so each starts 64-byte aligned */
+    s->kv_bf16 = gpt2c_model_kv_cache(m) == GPT2C_KV_BF16;
+    /* every buffer rounded up to 16 floats, so each starts 64-byte aligned; a bf16 cache takes half the floats */
 #define RUP(n) (((size_t)(n) + 15) & ~(size_t)15)
+    const size_t cache_floats = s->kv_bf16 ? RUP((L * s->layer_cache + 1) / 2) : RUP(L * s->layer_cache);
     /* the bf16 rows of a matmul's input (infer_forward.c: bf16 weights on a
      * table that takes them, prefill-sized passes): (R, 4C) bf16 in floats' room */
     const int bf16_rows = m->k->infer_bf16_input && gpt2c_model_precision(m) == GPT2C_FMT_BF16 &&
                           R >= GPT2C_INFER_GEMM_ROWS;
-    const size_t sizes[] = {RUP(L * s->layer_cache), RUP(L * s->layer_cache), RUP(R * C), RUP(R * C), RUP(R * C),
+    const size_t sizes[] = {cache_floats, cache_floats, RUP(R * C), RUP(R * C), RUP(R * C),
                             RUP(R),                  RUP(R),                  RUP(R * 3 * C), RUP(R * C), RUP(R * C),
                             RUP(R * 4 * C),          RUP((size_t)batch * Vp), bf16_rows ? RUP(R * 2 * C) : 0};
     float *xbf = NULL;
@@ -103,6 +108,10 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *dst[i] = p;
         p += sizes[i];
+    }
+    if (s->kv_bf16) { /* the two cache buffers hold bf16 */
+        s->kc16 = (uint16_t *)s->kc, s->vc16 = (uint16_t *)s->vc;
+        s->kc = s->vc = NULL;
     }
     s->xbf = bf16_rows ? (uint16_t *)xbf : NULL;
 #undef RUP
@@ -138,16 +147,18 @@ gpt2c_status gpt2c_infer_copy_seq(gpt2c_infer *s, int dst, int src) {
     if (dst == src) return GPT2C_OK;
     const gpt2c_config *c = &s->m->cfg;
     const size_t C = (size_t)c->channels, hs = C / (size_t)c->num_heads, n = (size_t)s->pos[src];
-    const size_t seqf = C * (size_t)s->ctx; /* one sequence's floats in one layer's cache */
+    const size_t seqf = C * (size_t)s->ctx; /* one sequence's elements in one layer's cache */
+    const size_t es = s->kv_bf16 ? sizeof(uint16_t) : sizeof(float);
+    char *kc = s->kv_bf16 ? (char *)s->kc16 : (char *)s->kc, *vc = s->kv_bf16 ? (char *)s->vc16 : (char *)s->vc;
     for (int l = 0; l < c->num_layers; l++) {
         const size_t base = (size_t)l * s->layer_cache;
         /* keys (NH, hs, ctx): the first n of each of the NH*hs rows */
         for (size_t r = 0; r < C; r++)
-            memcpy(s->kc + base + dst * seqf + r * s->ctx, s->kc + base + src * seqf + r * s->ctx, n * sizeof(float));
+            memcpy(kc + (base + dst * seqf + r * s->ctx) * es, kc + (base + src * seqf + r * s->ctx) * es, n * es);
         /* values (NH, ctx, hs): the first n*hs of each head */
         for (int h = 0; h < c->num_heads; h++)
-            memcpy(s->vc + base + dst * seqf + h * s->ctx * hs, s->vc + base + src * seqf + h * s->ctx * hs,
-                   n * hs * sizeof(float));
+            memcpy(vc + (base + dst * seqf + h * s->ctx * hs) * es, vc + (base + src * seqf + h * s->ctx * hs) * es,
+                   n * hs * es);
     }
     const size_t Vp = (size_t)c->padded_vocab_size;
     memcpy(s->logits + dst * Vp, s->logits + src * Vp, Vp * sizeof(float));
@@ -157,4 +168,25 @@ gpt2c_status gpt2c_infer_copy_seq(gpt2c_infer *s, int dst, int src) {
 
 const float *gpt2c_infer_logits(const gpt2c_infer *s, int seq) {
     return s->logits + (size_t)seq * s->m->cfg.padded_vocab_size;
+}
+
+void gpt2c_model_set_kv_cache(gpt2c_model *m, gpt2c_kv_cache kv) { m->kv_cache = (int)kv; }
+
+gpt2c_kv_cache gpt2c_model_kv_cache(const gpt2c_model *m) {
+    if (m->kv_cache == GPT2C_KV_F32 || m->kv_cache == GPT2C_KV_BF16) return (gpt2c_kv_cache)m->kv_cache;
+    return m->qw ? GPT2C_KV_BF16 : GPT2C_KV_F32; /* AUTO */
+}
+
+gpt2c_kv_cache gpt2c_infer_kv_cache(const gpt2c_infer *s) { return s->kv_bf16 ? GPT2C_KV_BF16 : GPT2C_KV_F32; }
+
+const char *gpt2c_kv_cache_name(gpt2c_kv_cache kv) {
+    return kv == GPT2C_KV_BF16 ? "bf16" : kv == GPT2C_KV_F32 ? "f32" : "auto";
+}
+
+int gpt2c_kv_cache_parse(const char *name, gpt2c_kv_cache *out) {
+    static const struct { const char *name; gpt2c_kv_cache kv; } names[] = {
+        {"auto", GPT2C_KV_AUTO}, {"f32", GPT2C_KV_F32}, {"fp32", GPT2C_KV_F32}, {"bf16", GPT2C_KV_BF16}};
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) return *out = names[i].kv, 0;
+    return -1;
 }

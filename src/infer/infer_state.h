@@ -35,8 +35,10 @@ struct gpt2c_infer {
     float *mem;
     size_t floats;
     size_t layer_cache; /* floats of one layer's K (or V) cache: B*C*ctx */
-    float *kc;          /* (L, B, NH, hs, ctx) keys, transposed (see kernels.h) */
-    float *vc;          /* (L, B, NH, ctx, hs) values */
+    float *kc;          /* (L, B, NH, hs, ctx) keys, transposed (see kernels.h); NULL with a bf16 cache */
+    float *vc;          /* (L, B, NH, ctx, hs) values; NULL with a bf16 cache */
+    uint16_t *kc16, *vc16; /* the same in bf16 (kv_bf16), else NULL */
+    int kv_bf16;        /* the cache holds bf16 (GPT2C_KV_BF16) */
     float *x, *x2;      /* (R,C) residual stream, ping-pong (no aliasing in fused ops) */
     float *ln;          /* (R,C) layernorm output */
     float *mean, *rstd; /* (R) layernorm statistics (unused, the kernels want them) */

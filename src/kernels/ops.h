@@ -121,7 +121,13 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     X(void, adamw_zero_grad,                                                                                        \
       (float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd,   \
        float grad_scale, int t),                                                                                    \
-      (p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t))
+      (p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                                    \
+    /* adamw_zero_grad, and pb (n) = the updated p rounded to bf16 (kernels/bf16.h's                                \
+     * rounding): bf16 training's weight copy refreshed in the same pass over p. */                                 \
+    X(void, adamw_zero_grad_bf16,                                                                                   \
+      (float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,          \
+       float eps, float wd, float grad_scale, int t),                                                               \
+      (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))
 
 /* ---- inference ops: OPTIONAL for a device backend (gpt2c_infer_create
  * refuses a backend without them); a host backend inherits ref's.
@@ -152,6 +158,15 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     X(void, attention_kv_range,                                                                                     \
       (float *out, const float *q, size_t qstride, const float *kc, const float *vc, const int *pos, int B, int Tq, \
        int ctx, int C, int NH, long t0, long t1),                                                                   \
+      (out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))                                                   \
+    /* The same two over a bf16 KV cache (gpt2c_kv_cache, gpt2c/infer.h): same layout, keys and values                \
+     * rounded to bf16 (nearest even) as they are written, widened to fp32 as attention reads them. */              \
+    X(void, kv_write_bf16,                                                                                          \
+      (uint16_t * kc, uint16_t * vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH),      \
+      (kc, vc, qkv, pos, B, Tq, ctx, C, NH))                                                                        \
+    X(void, attention_kv_bf16_range,                                                                                \
+      (float *out, const float *q, size_t qstride, const uint16_t *kc, const uint16_t *vc, const int *pos, int B,   \
+       int Tq, int ctx, int C, int NH, long t0, long t1),                                                           \
       (out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))
 
 /* Every compute op. */

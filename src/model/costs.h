@@ -54,5 +54,7 @@ static inline op_cost cost_sumsq(double n) { return (op_cost){2 * n, 4 * n}; }
 static inline op_cost cost_adamw(double n) { return (op_cost){14 * n, 28 * n}; }
 /* adamw + writing g = 0 */
 static inline op_cost cost_adamw_zero_grad(double n) { return (op_cost){14 * n, 32 * n}; }
+/* and the bf16 copy written: 2 more bytes */
+static inline op_cost cost_adamw_zero_grad_bf16(double n) { return (op_cost){14 * n, 34 * n}; }
 
 #endif

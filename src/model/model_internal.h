@@ -59,6 +59,7 @@ struct gpt2c_model {
     uint16_t *bf16_mem;
     int bf16_stale;    /* master weights written since the copies were made */
     int fp32_released; /* inference only: the fp32 copies of those weights were given back */
+    int kv_cache;      /* gpt2c_kv_cache of inference states made from now on (0: AUTO) */
 };
 
 #endif

@@ -55,6 +55,10 @@ static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n)
     }
 }
 
+uint16_t *gpt2c_model_bf16_copy(gpt2c_model *m, int id) {
+    return m->bf16_mem && !m->fp32_released && gpt2c_precision_has_copy(id) ? copy_of(m, id, 0) : NULL;
+}
+
 void gpt2c_model_refresh_bf16(gpt2c_model *m, int all) {
     if (!m->bf16_mem || m->fp32_released) return;
     gpt2c_threads_use(m->threads);

@@ -91,14 +91,19 @@ void gpt2c_qmatmul_range_int8_scalar(float *out, const float *inp, const gpt2c_t
                 float amax = 0.0f;
                 for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[k + i]));
                 const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-                const float dw = w->scales[(size_t)o * (size_t)(IC / b) + (size_t)(k / b)];
-                dequant32(w, o, k, wt); /* codes * dw: recover the integer codes */
-                int32_t isum = 0;
-                for (int i = 0; i < 32; i++) {
-                    const int32_t qa = (int32_t)nearbyintf(x[k + i] * id);
-                    const int32_t qw = dw != 0.0f ? (int32_t)nearbyintf(wt[i] / dw) : 0;
-                    isum += qa * qw;
+                float dw = w->scales[(size_t)o * (size_t)(IC / b) + (size_t)(k / b)];
+                int32_t qw[32];
+                if (w->fmt == GPT2C_FMT_NF4) { /* the int8 nf4 values, times absmax / 127 */
+                    const uint8_t *q = (const uint8_t *)w->data + ((size_t)o * IC + k) / 2;
+                    for (int j = 0; j < 16; j++)
+                        qw[2 * j] = gpt2c_nf4_code_i8[q[j] >> 4], qw[2 * j + 1] = gpt2c_nf4_code_i8[q[j] & 15];
+                    dw = dw / 127.0f;
+                } else {
+                    dequant32(w, o, k, wt); /* codes * dw: recover the integer codes */
+                    for (int i = 0; i < 32; i++) qw[i] = dw != 0.0f ? (int32_t)nearbyintf(wt[i] / dw) : 0;
                 }
+                int32_t isum = 0;
+                for (int i = 0; i < 32; i++) isum += (int32_t)nearbyintf(x[k + i] * id) * qw[i];
                 acc += (float)isum * (dw * d);
             }
             out[(size_t)n * OC + o] = qmm_epilogue(acc, bias, o, act);

@@ -9,12 +9,14 @@
 
 /* Largest row length the tiled kernels take (their per-thread buffer holds
  * QMM_TILE_O dequantized rows); longer rows go through the row-at-a-time path. */
-enum { QMM_MAX_IC = 8192, QMM_TILE_O = 4, QMM_TILE_N = 4, QMM_VNNI_ROWS = 3 };
+enum { QMM_MAX_IC = 8192, QMM_TILE_O = 4, QMM_TILE_N = 4, QMM_VNNI_ROWS = 3, QMM_VNNI_MAX_ROWS = 8 };
 
 void gpt2c_qmatmul_avx512(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                           int o0, int o1);
 /* q8 / q4 with the activations quantized to int8 per block of 32 (AVX-512
- * VNNI), for up to QMM_VNNI_ROWS rows (decode, batch <= 3; more rows go through the fp32 tile, measured faster at batch 8) and rows of a multiple of 64 <= QMM_MAX_IC. */
+ * VNNI), rows of a multiple of 64 <= QMM_MAX_IC: q4 rows of a multiple of 128
+ * for up to QMM_VNNI_MAX_ROWS activation rows (decode, batch <= 8), the others
+ * up to QMM_VNNI_ROWS (more go through the fp32 tile, measured faster there). */
 int gpt2c_qmatmul_vnni_takes(const gpt2c_tensor *w, int N);
 void gpt2c_qmatmul_avx512_vnni(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                                int o0, int o1);

@@ -12,6 +12,9 @@ const float gpt2c_nf4_code[16] = {
     1.0f,
 };
 
+/* round(127 * gpt2c_nf4_code[i]) (nearest; no ties occur): the nf4 values as the int8 decode kernel takes them */
+const int8_t gpt2c_nf4_code_i8[16] = {-127, -88, -67, -50, -36, -23, -12, 0, 10, 20, 31, 43, 56, 71, 92, 127};
+
 int gpt2c_quant_block(gpt2c_format f, int block) {
     if (block > 0) return block;
     const gpt2c_format_info *fi = gpt2c_format_get(f);

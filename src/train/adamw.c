@@ -49,6 +49,9 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
         if (coef < 1.0f) scale = coef;
     }
     m->opt_step++;
+    /* bf16 precision: the update writes the weights' bf16 copies as it goes
+     * (the same bits as gpt2c_model_refresh_bf16, without its second pass) */
+    const int fused_bf16 = k->adamw_zero_grad && k->adamw_zero_grad_bf16;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         if (!m->trainable[id]) continue;
         const gpt2c_param_info *pi = &m->info[id];
@@ -56,7 +59,11 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
         const size_t n = pi->numel;
         float *p = gpt2c_param_slice(m, m->params_mem, id, 0), *g = gpt2c_param_slice(m, m->grads_mem, id, 0);
         float *mm = gpt2c_param_slice(m, m->m_mem, id, 0), *v = gpt2c_param_slice(m, m->v_mem, id, 0);
-        if (k->adamw_zero_grad)
+        uint16_t *pb = fused_bf16 ? gpt2c_model_bf16_copy(m, id) : NULL;
+        if (pb)
+            OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad_bf16((double)n),
+               k->adamw_zero_grad_bf16(p, g, mm, v, pb, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
+        else if (k->adamw_zero_grad)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad((double)n),
                k->adamw_zero_grad(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
         else
@@ -71,6 +78,6 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
      * zero, so zeroing every trainable tensor zeroes the slab */
     if (k->adamw_zero_grad) m->grads_zero = 1;
     else gpt2c_model_zero_grad(m);
-    gpt2c_model_refresh_bf16(m, 0); /* bf16 precision: the copies follow the updated weights */
+    if (!fused_bf16) gpt2c_model_refresh_bf16(m, 0); /* bf16 precision: the copies follow the updated weights */
     return k->device_check ? k->device_check() : GPT2C_OK;
 }

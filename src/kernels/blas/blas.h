@@ -6,5 +6,7 @@
 
 /* as gpt2c_cpu_linear_gemm (gemm.h), through cblas_sgemm */
 void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+/* whether the loaded cblas library has cblas_sbgemm (a bf16 GEMM), in words */
+const char *gpt2c_blas_sbgemm_status(void);
 
 #endif

@@ -198,3 +198,17 @@ void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const f
     case GEMM_DW: lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, 1.0f, C, IC); break;
     }
 }
+
+const char *gpt2c_blas_sbgemm_status(void) {
+    static char buf[700];
+    if (!load()) {
+        snprintf(buf, sizeof buf, "unavailable: %s", lib.why);
+        return buf;
+    }
+    /* looked up, not used: the bf16 GEMMs are the cpu backend's */
+    if (dlsym(lib.handle, "cblas_sbgemm"))
+        snprintf(buf, sizeof buf, "cblas_sbgemm present in %s (not timed: bench gemm times only cblas_sgemm)", lib.path);
+    else
+        snprintf(buf, sizeof buf, "no cblas_sbgemm in %s (OpenBLAS has one only when built with BUILD_BFLOAT16): no bf16 BLAS column", lib.path);
+    return buf;
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "gpt2c/cpu.h"
+#include "gpt2c/dtype.h"
 #include "gpt2c/quant.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
@@ -108,6 +109,31 @@ static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos,
         }
 }
 
+/* The same into a bf16 cache, each value rounded to nearest even (as gpt2c_ref_kv_write_bf16). */
+static void cpu_kv_write_bf16(uint16_t *kc, uint16_t *vc, const float *qkv, const int *pos, int B, int Tq, int ctx,
+                              int C, int NH) {
+    const int hs = C / NH;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            uint16_t *K = kc + ((size_t)b * NH + h) * hs * ctx + pos[b], *V = vc + (((size_t)b * NH + h) * ctx + pos[b]) * hs;
+            const float *src = qkv + (size_t)b * Tq * 3 * C + h * hs;
+            for (int i = 0; i < hs; i++)
+                for (int t = 0; t < Tq; t++) K[(size_t)i * ctx + t] = gpt2c_f32_to_bf16(src[(size_t)t * 3 * C + C + i]);
+            for (int t = 0; t < Tq; t++)
+                for (int i = 0; i < hs; i++) V[(size_t)t * hs + i] = gpt2c_f32_to_bf16(src[(size_t)t * 3 * C + 2 * C + i]);
+        }
+}
+
+static void cpu_attention_kv_bf16_range(float *out, const float *q, size_t qstride, const uint16_t *kc,
+                                        const uint16_t *vc, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                                        long t0, long t1) {
+#if defined(__x86_64__)
+    if (use_avx512 && gpt2c_cpu_flash_attention_bf16_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))
+        return;
+#endif
+    gpt2c_ref_attention_kv_bf16_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
+}
+
 static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                    const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
@@ -136,4 +162,6 @@ void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
         GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4) | GPT2C_FMT_BIT(GPT2C_FMT_BF16);
     k->kv_write = cpu_kv_write;
     k->attention_kv_range = cpu_attention_kv_range;
+    k->kv_write_bf16 = cpu_kv_write_bf16;
+    k->attention_kv_bf16_range = cpu_attention_kv_bf16_range;
 }

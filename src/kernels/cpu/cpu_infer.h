@@ -5,6 +5,7 @@
 #define GPT2C_CPU_INFER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1);
@@ -15,6 +16,10 @@ void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w,
  * in a per-thread buffer, contexts up to 4096) stays for `bench attention`. */
 int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                      const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
+/* The flash kernel over a bf16 cache (the same loop, keys and values widened as loaded). */
+int gpt2c_cpu_flash_attention_bf16_avx512(float *out, const float *q, size_t qstride, const uint16_t *kc,
+                                          const uint16_t *vc, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                                          long t0, long t1);
 int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 

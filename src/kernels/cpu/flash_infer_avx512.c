@@ -11,7 +11,11 @@
  * Every query's arithmetic is the same whichever block it is in: a tile that
  * lies wholly beyond a query's keys (the last tile of a block, for its earlier
  * queries) leaves its m, l and O exactly as they were (factor 1, p = 0), so
- * prefill in any chunking and decode give the same values bit for bit. */
+ * prefill in any chunking and decode give the same values bit for bit.
+ *
+ * A bf16 cache (gpt2c_kv_cache) is the same loop with each 16 keys or values
+ * widened as they are loaded (zero-extend to 32 bits, shift left by 16: the
+ * exact fp32 value), so it reads half the bytes for the same arithmetic. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -25,9 +29,17 @@ static inline __mmask16 lanes(int k) {
     return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
 }
 
-/* queries [n0 - 1, n0 + Q - 1) of one head: query qi sees keys [0, n0 + qi) */
-FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, const float *K, const float *V, int hs,
-                              int ctx, int n0, const int Q) {
+/* 16 cache values from element i of p (fp32, or bf16 widened exactly), lanes beyond mask m zero */
+FLASH_INLINE __m512 load16(const void *p, size_t i, __mmask16 m, const int bf16) {
+    if (bf16)
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i)), 16));
+    return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+}
+
+/* queries [n0 - 1, n0 + Q - 1) of one head: query qi sees keys [0, n0 + qi); K, V fp32 or (bf16) bf16 */
+FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, const void *K, const void *V, int hs,
+                              int ctx, int n0, const int Q, const int bf16) {
     float acc[QB][MAX_HS] __attribute__((aligned(64)));
     float p[QB][KT] __attribute__((aligned(64)));
     float m[QB], l[QB], f[QB];
@@ -48,9 +60,9 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
             for (int qi = 0; qi < Q; qi++)
                 for (int c = 0; c < 4; c++) s[qi][c] = _mm512_setzero_ps();
             for (int i = 0; i < hs; i++) {
-                const float *kr = K + (size_t)i * ctx + j0 + jb;
-                const __m512 k0 = _mm512_maskz_loadu_ps(mt[0], kr), k1 = _mm512_maskz_loadu_ps(mt[1], kr + 16);
-                const __m512 k2 = _mm512_maskz_loadu_ps(mt[2], kr + 32), k3 = _mm512_maskz_loadu_ps(mt[3], kr + 48);
+                const size_t kr = (size_t)i * ctx + j0 + jb;
+                const __m512 k0 = load16(K, kr, mt[0], bf16), k1 = load16(K, kr + 16, mt[1], bf16);
+                const __m512 k2 = load16(K, kr + 32, mt[2], bf16), k3 = load16(K, kr + 48, mt[3], bf16);
 #pragma GCC unroll 4
                 for (int qi = 0; qi < Q; qi++) {
                     const __m512 qb = _mm512_set1_ps(q[qi * ldq + i]);
@@ -98,9 +110,9 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
                 for (int c = 0; c < 4; c++) a[qi][c] = _mm512_mul_ps(_mm512_maskz_load_ps(mc[c], &acc[qi][c0 + 16 * c]), fq);
             }
             for (int j = 0; j < kt; j++) {
-                const float *vr = V + (size_t)(j0 + j) * hs + c0;
-                const __m512 v0 = _mm512_maskz_loadu_ps(mc[0], vr), v1 = _mm512_maskz_loadu_ps(mc[1], vr + 16);
-                const __m512 v2 = _mm512_maskz_loadu_ps(mc[2], vr + 32), v3 = _mm512_maskz_loadu_ps(mc[3], vr + 48);
+                const size_t vr = (size_t)(j0 + j) * hs + c0;
+                const __m512 v0 = load16(V, vr, mc[0], bf16), v1 = load16(V, vr + 16, mc[1], bf16);
+                const __m512 v2 = load16(V, vr + 32, mc[2], bf16), v3 = load16(V, vr + 48, mc[3], bf16);
 #pragma GCC unroll 4
                 for (int qi = 0; qi < Q; qi++) {
                     const __m512 pb = _mm512_set1_ps(p[qi][j]);
@@ -123,28 +135,46 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
     }
 }
 
-/* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries */
-int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
-                                     const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
-    (void)B;
+/* tasks (b*NH + h)*Tq + t in [t0, t1): consecutive tasks of one (b, h) go in blocks of 4 queries;
+ * kc, vc: fp32 or (bf16) bf16 caches */
+static inline __attribute__((always_inline)) void flash_tasks(float *out, const float *q, size_t qstride, const void *kc,
+                                                              const void *vc, const int *pos, int Tq, int ctx, int C,
+                                                              int NH, long t0, long t1, const int bf16) {
     const int hs = C / NH;
-    if (hs > MAX_HS) return 0;
+    const size_t esz = bf16 ? 2 : 4;
     for (long task = t0; task < t1;) {
         const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
         long Q = Tq - t; /* queries left in this (b, h) */
         if (Q > t1 - task) Q = t1 - task;
         if (Q > QB) Q = QB;
-        const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
+        const void *K = (const char *)kc + ((size_t)b * NH + h) * hs * ctx * esz;
+        const void *V = (const char *)vc + ((size_t)b * NH + h) * ctx * hs * esz;
         float *o = out + ((size_t)b * Tq + t) * C + h * hs;
         const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
         const int n0 = pos[b] + t + 1;
         switch (Q) {
-        case 4: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 4); break;
-        case 3: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 3); break;
-        case 2: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 2); break;
-        default: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 1); break;
+        case 4: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 4, bf16); break;
+        case 3: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 3, bf16); break;
+        case 2: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 2, bf16); break;
+        default: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 1, bf16); break;
         }
         task += Q;
     }
+}
+
+int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                     const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+    (void)B;
+    if (C / NH > MAX_HS) return 0;
+    flash_tasks(out, q, qstride, kc, vc, pos, Tq, ctx, C, NH, t0, t1, 0);
+    return 1;
+}
+
+int gpt2c_cpu_flash_attention_bf16_avx512(float *out, const float *q, size_t qstride, const uint16_t *kc,
+                                          const uint16_t *vc, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                                          long t0, long t1) {
+    (void)B;
+    if (C / NH > MAX_HS) return 0;
+    flash_tasks(out, q, qstride, kc, vc, pos, Tq, ctx, C, NH, t0, t1, 1);
     return 1;
 }

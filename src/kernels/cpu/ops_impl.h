@@ -357,6 +357,28 @@ static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, fl
     }
 }
 
+/* fp32 -> bf16 bits by kernels/bf16.h's rounding (nearest even, NaN kept quiet),
+ * without its branch, so the loop vectorises */
+static inline uint16_t bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+}
+
+/* adamw_zero_grad that also writes p's bf16 copy: the copy's refresh (a read of
+ * p and a write of pb) rides on the update's pass, p is read once. */
+static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr,
+                                 float beta1, float beta2, float eps, float wd, float grad_scale, int t) {
+    const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
+#pragma omp parallel for simd schedule(static) if (n >= PAR_MIN)
+    for (size_t i = 0; i < n; i++) {
+        adamw_elem(p + i, m + i, v + i, g[i], &c);
+        g[i] = 0.0f;
+        pb[i] = bf16_bits(p[i]);
+    }
+}
+
 static void zero(float *x, size_t n) {
     const size_t chunk = 1 << 16;
     const long nch = (long)((n + chunk - 1) / chunk);

@@ -3,7 +3,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gpt2c/dtype.h"
 #include "kernels/ref/ref.h"
+
+/* element i of a KV cache of fp32 (bf16 = 0) or bf16 values, as a double */
+static inline double kv_at(const void *p, size_t i, int bf16) {
+    if (!bf16) return ((const float *)p)[i];
+    union { uint32_t u; float f; } v = {(uint32_t)((const uint16_t *)p)[i] << 16};
+    return v.f;
+}
 
 void gpt2c_ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC,
                             int OC, int act, int o0, int o1) {
@@ -24,9 +32,8 @@ void gpt2c_ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tens
     free(tmp);
 }
 
-/* kc (B, NH, hs, ctx): kc[b][h][i][p] = k_i of head h of the token at position p;
- * vc (B, NH, ctx, hs):  vc[b][h][p][i] = v_i */
-void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH) {
+static void kv_write(void *kc, void *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                     int bf16) {
     const int hs = C / NH;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
@@ -34,28 +41,46 @@ void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, 
             const float *k = qkv + ((size_t)b * Tq + t) * 3 * C + C, *v = k + C;
             for (int h = 0; h < NH; h++)
                 for (int i = 0; i < hs; i++) {
-                    kc[(((size_t)b * NH + h) * hs + i) * ctx + p] = k[h * hs + i];
-                    vc[(((size_t)b * NH + h) * ctx + p) * hs + i] = v[h * hs + i];
+                    const size_t ki = (((size_t)b * NH + h) * hs + i) * ctx + p, vi = (((size_t)b * NH + h) * ctx + p) * hs + i;
+                    if (bf16) {
+                        ((uint16_t *)kc)[ki] = gpt2c_f32_to_bf16(k[h * hs + i]);
+                        ((uint16_t *)vc)[vi] = gpt2c_f32_to_bf16(v[h * hs + i]);
+                    } else {
+                        ((float *)kc)[ki] = k[h * hs + i];
+                        ((float *)vc)[vi] = v[h * hs + i];
+                    }
                 }
         }
 }
 
-void gpt2c_ref_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
-                            const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+/* kc (B, NH, hs, ctx): kc[b][h][i][p] = k_i of head h of the token at position p;
+ * vc (B, NH, ctx, hs):  vc[b][h][p][i] = v_i */
+void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH) {
+    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, 0);
+}
+
+/* The same layout in bf16, each value rounded to nearest even. */
+void gpt2c_ref_kv_write_bf16(uint16_t *kc, uint16_t *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
+                             int NH) {
+    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, 1);
+}
+
+static void attention_kv(float *out, const float *q, size_t qstride, const void *kc, const void *vc, const int *pos,
+                         int B, int Tq, int ctx, int C, int NH, long t0, long t1, int bf16) {
     const int hs = C / NH;
     const double scale = 1.0 / sqrt((double)hs);
     (void)B;
     for (long task = t0; task < t1; task++) {
         const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
         const float *qh = q + ((size_t)b * Tq + t) * qstride + h * hs;
-        const float *K = kc + ((size_t)b * NH + h) * hs * ctx; /* (hs, ctx) */
-        const float *V = vc + ((size_t)b * NH + h) * ctx * hs; /* (ctx, hs) */
+        const size_t K = ((size_t)b * NH + h) * hs * ctx; /* its keys (hs, ctx) start here */
+        const size_t V = ((size_t)b * NH + h) * ctx * hs; /* its values (ctx, hs) */
         const int n = pos[b] + t + 1;                          /* keys 0 .. pos+t */
         /* softmax over j of s_j = q.k_j / sqrt(hs), two passes: max, then sum */
         double maxs = -INFINITY;
         for (int j = 0; j < n; j++) {
             double s = 0;
-            for (int i = 0; i < hs; i++) s += (double)qh[i] * K[(size_t)i * ctx + j];
+            for (int i = 0; i < hs; i++) s += (double)qh[i] * kv_at(kc, K + (size_t)i * ctx + j, bf16);
             if (s * scale > maxs) maxs = s * scale;
         }
         double sum = 0;
@@ -63,12 +88,23 @@ void gpt2c_ref_attention_kv_range(float *out, const float *q, size_t qstride, co
         for (int i = 0; i < hs; i++) acc[i] = 0;
         for (int j = 0; j < n; j++) {
             double s = 0;
-            for (int i = 0; i < hs; i++) s += (double)qh[i] * K[(size_t)i * ctx + j];
+            for (int i = 0; i < hs; i++) s += (double)qh[i] * kv_at(kc, K + (size_t)i * ctx + j, bf16);
             double e = exp(s * scale - maxs);
             sum += e;
-            for (int i = 0; i < hs; i++) acc[i] += e * V[(size_t)j * hs + i];
+            for (int i = 0; i < hs; i++) acc[i] += e * kv_at(vc, V + (size_t)j * hs + i, bf16);
         }
         float *o = out + ((size_t)b * Tq + t) * C + h * hs;
         for (int i = 0; i < hs; i++) o[i] = (float)(acc[i] / sum);
     }
+}
+
+void gpt2c_ref_attention_kv_range(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                  const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
+    attention_kv(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1, 0);
+}
+
+void gpt2c_ref_attention_kv_bf16_range(float *out, const float *q, size_t qstride, const uint16_t *kc,
+                                       const uint16_t *vc, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                                       long t0, long t1) {
+    attention_kv(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1, 1);
 }
