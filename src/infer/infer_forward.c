@@ -148,6 +148,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         return gpt2c_fail(GPT2C_ERR_ARG, "inference: LoRA adapters were attached after the inference state was made");
     const gpt2c_tensor bwte = gpt2c_model_weight(m, GPT2C_P_WTE, 0); /* bf16 in bf16 precision */
     gpt2c_threads_use(m->threads);
+    if (n >= GPT2C_INFER_GEMM_ROWS && k->infer_prepare) /* the GEMMs' first use */
+        k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16);
 #pragma omp parallel
     {
         int st = 0;

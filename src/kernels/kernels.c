@@ -45,7 +45,7 @@ static void fill_from_ref(gpt2c_kernels *dst, const gpt2c_kernels *b) {
     GPT2C_TYPED_OPS(FILL_FORMATS)
 #undef FILL_FORMATS
     /* ... and the input formats of ref's inference matmul */
-    if (!b->matmul_infer_range) dst->infer_bf16_input = ref->infer_bf16_input;
+    if (!b->matmul_infer_range) dst->infer_bf16_input = ref->infer_bf16_input, dst->infer_prepare = ref->infer_prepare;
     /* the attention state/scratch sizes must come from the same backend as the kernels */
     if (!b->attention_forward || !b->attention_backward) {
         dst->attention_state_floats = ref->attention_state_floats;

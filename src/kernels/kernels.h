@@ -46,6 +46,11 @@ typedef struct gpt2c_kernels {
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
     gpt2c_op_formats formats;
     int infer_bf16_input; /* matmul_infer_range takes GPT2C_ACT_IN_BF16 (with bf16 weights) */
+    /* Optional (NULL: none): called by the inference before a pass of many
+     * rows, outside its parallel region, with the thread count set: the cpu
+     * backend's GEMMs take their first-use blocking (autotune or cache) there
+     * rather than inside a range.  bf16: the model's matmul weights are bf16. */
+    void (*infer_prepare)(int bf16);
     /* compute (ops.h), then device memory and profiler hooks (device backends only) */
 #define GPT2C_TABLE_ENTRY(ret, name, params, args) ret(*name) params;
     GPT2C_OPS_COMPUTE(GPT2C_TABLE_ENTRY)

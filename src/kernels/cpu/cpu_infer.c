@@ -10,6 +10,8 @@
 #include "gpt2c/quant.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/infer_bf16.h"
 #include "kernels/ref/ref.h"
 
@@ -140,10 +142,22 @@ static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, c
     gpt2c_ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
 
+/* Prefill runs the GEMMs one range per thread inside the inference's
+ * parallel region, where they do not take their first-use blocking
+ * (gemm_tune.c: the autotune, cached per CPU): take it here, before. */
+static void cpu_infer_prepare(int bf16) {
+    const gpt2c_isa isa = gpt2c_cpu_isa();
+    if (bf16)
+        gpt2c_cpu_gemm_bf16_first_use(isa);
+    else
+        gpt2c_cpu_gemm_fp32_first_use(isa);
+}
+
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
     k->infer_bf16_input = 1;
+    k->infer_prepare = cpu_infer_prepare;
     k->formats.matmul_infer_range |=
         GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4) | GPT2C_FMT_BIT(GPT2C_FMT_BF16);
     k->kv_write = cpu_kv_write;
