@@ -17,6 +17,13 @@
 #     the bf16/fp32 ratios.  MODEL_THREADS=N (default 0: all cores) sets the
 #     threads; MODEL_THREADS=1 with CPUTIME=1 times inference by process CPU
 #     time (immune to preemption on a shared machine).
+#     Training runs at B=4 and each T of SEQS (default "64 256 1024"; STEPS
+#     timed steps after 1 warm-up, default 3, 1 at T >= 1024), and, when
+#     torch imports (TORCH=0 skips it), the PyTorch CPU baseline
+#     tools/reference/bench_pytorch_cpu.py, fp32 then bf16, at the same B, T
+#     and threads (TORCH_STEPS timed steps, default 2, 1 at T >= 1024).  The
+#     summary gives per T: fp32 and bf16 ms, bf16/fp32, fp32 as % of the
+#     fp32 FMA peak (bench train's analytic FLOPs), gpt2c/PyTorch.
 set -euo pipefail
 G=${1:-build/gpt2c}
 R=${R:-3}
@@ -43,8 +50,19 @@ if [ "${MODEL:-1}" = 1 ]; then
   for r in $(seq "$R"); do
     echo "== model round $r"
     if [ "${TRAIN:-1}" = 1 ]; then
-      "$G" bench train --model gpt2 --batch 4 --seq 64 --steps "${STEPS:-3}" --warmup 1 --threads "$MT" \
-        --precision fp32,bf16 --json | tee -a "$J"
+      for sq in ${SEQS:-64 256 1024}; do
+        st=${STEPS:-3}; [ -z "${STEPS:-}" ] && [ "$sq" -ge 1024 ] && st=1
+        "$G" bench train --model gpt2 --batch 4 --seq "$sq" --steps "$st" --warmup 1 --threads "$MT" \
+          --precision fp32,bf16 --json | tee -a "$J"
+        TP=$(dirname "$0")/../tools/reference/bench_pytorch_cpu.py
+        if [ "${TORCH:-1}" = 1 ] && [ -f "$TP" ] && python3 -c "import torch" 2>/dev/null; then
+          ts=${TORCH_STEPS:-2}; [ -z "${TORCH_STEPS:-}" ] && [ "$sq" -ge 1024 ] && ts=1
+          tt=$MT; [ "$tt" = 0 ] && tt=$(nproc)
+          for p in fp32 bf16; do
+            python3 "$TP" --batch 4 --seq "$sq" --steps "$ts" --warmup 1 --threads "$tt" --precision $p | tee -a "$J" || true
+          done
+        fi
+      done
     fi
     # inference cases: "prompt batch tokens" (P=128 b1: prefill 128 + decode b1; P=512: prefill 512; b8: decode b8)
     for case in "128 1 ${TOKENS:-32}" "512 1 2" "128 8 ${TOKENS:-32}"; do
@@ -57,14 +75,18 @@ if [ "${MODEL:-1}" = 1 ]; then
   done
   python3 - "$J" <<'PY'
 import json, re, statistics, sys
-train = {"fp32": [], "bf16": []}; cpu = {"fp32": [], "bf16": []}; mem = {}
+train = {}; cpu = {}; gf = {}; torch = {}; mem = {}  # training: (T, precision) -> values
 inf = {}  # (what, precision) -> values: prefill at each P (batch 1), decode at each batch (P=128)
 timing = "wall"
 for line in open(sys.argv[1]):
     o = json.loads(line)
     if "results" in o:
         for r in o["results"]:
-            train[r["precision"]].append(r["median_ms"]); cpu[r["precision"]].append(r["cpu_ms_per_step"])
+            k = (o["seq"], r["precision"])
+            train.setdefault(k, []).append(r["median_ms"]); cpu.setdefault(k, []).append(r["cpu_ms_per_step"])
+            gf.setdefault(k, []).append(100 * r["gflops"] / r["peak_gflops"] if r["peak_gflops"] > 0 else float("nan"))
+    elif "impl" in o:
+        torch.setdefault((o["T"], o["precision"]), []).append(o["ms_per_step_median"])
     else:
         p = "bf16" if o["format"] == "bf16" else "fp32"
         if o.get("cpu_time"): timing = "process CPU time"
@@ -72,10 +94,15 @@ for line in open(sys.argv[1]):
         if o["tokens"] > 2: inf.setdefault(("decode batch %d (tok/s)" % o["batch"], p), []).append(o["decode_tok_s"])
         mem[p] = o["weights_resident_mb"]; threads = o["threads"]
 med = lambda x: statistics.median(x) if x else float("nan")
-print("\nGPT-2 124M, medians of %d rounds            fp32        bf16   bf16/fp32" % max(len(train["fp32"]), len(inf.get(("prefill P=128 (tok/s)", "fp32"), []))))
-if train["fp32"]:
-    print("training step B=4 T=64 (ms)   %10.1f  %10.1f   %.2fx time" % (med(train["fp32"]), med(train["bf16"]), med(train["bf16"]) / med(train["fp32"])))
-    print("training step, CPU ms/step    %10.1f  %10.1f   %.2fx time (process CPU time, all threads)" % (med(cpu["fp32"]), med(cpu["bf16"]), med(cpu["bf16"]) / med(cpu["fp32"])))
+print("\nGPT-2 124M, medians of %d rounds            fp32        bf16   bf16/fp32" % max([len(v) for v in train.values()] + [len(inf.get(("prefill P=128 (tok/s)", "fp32"), []))]))
+for sq in sorted({k[0] for k in train}):
+    f, b = med(train.get((sq, "fp32"), [])), med(train.get((sq, "bf16"), []))
+    print("training step B=4 T=%-4d (ms) %10.1f  %10.1f   %.2fx time; fp32 %.1f%% of the fp32 peak, bf16 %.1f%% of vdpbf16ps" % (sq, f, b, b / f, med(gf.get((sq, "fp32"), [])), med(gf.get((sq, "bf16"), []))))
+    cf, cb = med(cpu.get((sq, "fp32"), [])), med(cpu.get((sq, "bf16"), []))
+    print("  CPU ms/step                 %10.1f  %10.1f   %.2fx time (process CPU time, all threads)" % (cf, cb, cb / cf))
+    tf, tb = med(torch.get((sq, "fp32"), [])), med(torch.get((sq, "bf16"), []))
+    if torch.get((sq, "fp32")) or torch.get((sq, "bf16")):
+        print("  PyTorch CPU (ms)            %10.1f  %10.1f   gpt2c/PyTorch: fp32 %.2fx, bf16 %.2fx time" % (tf, tb, f / tf, b / tb))
 for what in sorted({w for w, _ in inf}, key=lambda w: (w[0] != "p", int(re.findall(r"\d+", w)[0]))):
     a, b = med(inf.get((what, "fp32"), [])), med(inf.get((what, "bf16"), []))
     print("%-29s %10.1f  %10.1f   %.2fx speed" % (what, a, b, b / a))
