@@ -7,7 +7,7 @@ import json, math, os, re, statistics, sys
 out = sys.argv[1]
 rows = {}
 for name in sorted(os.listdir(out)):
-    m = re.match(r"generate_(\w+)\.jsonl$", name)
+    m = re.match(r"generate_([\w-]+)\.jsonl$", name)
     if m:
         with open(os.path.join(out, name)) as f:
             rows[m.group(1)] = [json.loads(l) for l in f if l.strip().startswith("{")]
