@@ -130,6 +130,33 @@ rows_vnni(float *out, const gpt2c_tensor *w, const float *bias, const int r0, co
     }
 }
 
+/* For the 128-element kernels below: one group of 32 activations (a, b: its
+ * two halves in the order the weights' codes want) quantized to int8 at
+ * bytes k + 16g and k + 64 + 16g of row n, nearest, with d = absmax / 127
+ * (the max over the same 32 values whatever their order); returns d. */
+__attribute__((target("avx512vnni"), always_inline)) static inline float quantize_group32(int n, int64_t k, int g, __m512 a,
+                                                                                       __m512 b) {
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+    const float d = amax / 127.0f;
+    const __m512 vid = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    _mm_store_si128((__m128i *)&aq.qa[n][k + 16 * g], _mm512_cvtsepi32_epi8(quant16(a, vid)));
+    _mm_store_si128((__m128i *)&aq.qa[n][k + 64 + 16 * g], _mm512_cvtsepi32_epi8(quant16(b, vid)));
+    return d;
+}
+
+/* The scales of those 128 (4 groups of 32): da = d[group] * wscale per 8-element
+ * lane, and the unsigned codes' correction cl = (sum of the lane's int8
+ * activations) * surplus * da. */
+__attribute__((target("avx512vnni"), always_inline)) static inline void store_x128_scales(int n, int64_t k, const float d[4],
+                                                                                      float wscale, float surplus) {
+    const __m512 da = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                                          _mm512_castps128_ps512(_mm_loadu_ps(d))),
+                                    _mm512_set1_ps(wscale));
+    _mm512_store_ps(&aq.da[n][k / 8], da);
+    const __m512 sums = _mm512_add_ps(lane_sums(_mm512_load_si512(&aq.qa[n][k])), lane_sums(_mm512_load_si512(&aq.qa[n][k + 64])));
+    _mm512_store_ps(&aq.cl[n][k / 8], _mm512_mul_ps(_mm512_mul_ps(sums, _mm512_set1_ps(surplus)), da));
+}
+
 /* q4 with rows a multiple of 128: 64 bytes of codes (4 groups of 32) per step.
  * Group g's byte j holds element j (low nibble) and j + 16 (high), so the low
  * nibbles of the 64 bytes are elements 0..15 of each group and the high ones
@@ -144,20 +171,9 @@ __attribute__((target("avx512vnni"))) static void quantize_rows_q4x128(const flo
         const float *x = inp + n * IC;
         for (int64_t k = 0; k < IC; k += 128) {
             float d[4];
-            for (int g = 0; g < 4; g++) {
-                const __m512 x0 = _mm512_loadu_ps(x + k + 32 * g), x1 = _mm512_loadu_ps(x + k + 32 * g + 16);
-                const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-                d[g] = amax / 127.0f;
-                const __m512 vid = _mm512_set1_ps(d[g] != 0.0f ? 1.0f / d[g] : 0.0f);
-                const __m512i q0 = quant16(x0, vid), q1 = quant16(x1, vid);
-                _mm_store_si128((__m128i *)&aq.qa[n][k + 16 * g], _mm512_cvtsepi32_epi8(q0));
-                _mm_store_si128((__m128i *)&aq.qa[n][k + 64 + 16 * g], _mm512_cvtsepi32_epi8(q1));
-            }
-            const __m512 da = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                                    _mm512_castps128_ps512(_mm_loadu_ps(d)));
-            _mm512_store_ps(&aq.da[n][k / 8], da);
-            const __m512 sums = _mm512_add_ps(lane_sums(_mm512_load_si512(&aq.qa[n][k])), lane_sums(_mm512_load_si512(&aq.qa[n][k + 64])));
-            _mm512_store_ps(&aq.cl[n][k / 8], _mm512_mul_ps(_mm512_mul_ps(sums, _mm512_set1_ps(8.0f)), da));
+            for (int g = 0; g < 4; g++)
+                d[g] = quantize_group32(n, k, g, _mm512_loadu_ps(x + k + 32 * g), _mm512_loadu_ps(x + k + 32 * g + 16));
+            store_x128_scales(n, k, d, 1.0f, 8.0f); /* x 1.0f: exact */
         }
     }
 }
@@ -206,31 +222,19 @@ rows_vnni_q4x128(float *out, const gpt2c_tensor *w, const float *bias, const int
  * elements of 128 (bytes' low nibbles), then the even ones]; lane L of both
  * products covers elements 8L..8L+7 (group L / 4 of the activations, block
  * L / 8 of the weights). */
-static void quantize_rows_nf4x128(const float *inp, int N, int64_t IC) {
+__attribute__((target("avx512vnni"))) static void quantize_rows_nf4x128(const float *inp, int N, int64_t IC) {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int n = 0; n < N; n++) {
         const float *x = inp + n * IC;
         for (int64_t k = 0; k < IC; k += 128) {
             float d[4];
-            for (int g = 0; g < 4; g++) {
+            for (int g = 0; g < 4; g++) { /* the group's 16 odd, then 16 even elements */
                 const __m512 x0 = _mm512_loadu_ps(x + k + 32 * g), x1 = _mm512_loadu_ps(x + k + 32 * g + 16);
-                const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-                d[g] = amax / 127.0f;
-                const __m512 vid = _mm512_set1_ps(d[g] != 0.0f ? 1.0f / d[g] : 0.0f);
-                /* the group's 16 odd and 16 even elements, quantized as the others are (x * (1 / d), nearest) */
-                const __m512i qo = quant16(_mm512_permutex2var_ps(x0, odd, x1), vid);
-                const __m512i qe = quant16(_mm512_permutex2var_ps(x0, even, x1), vid);
-                _mm_store_si128((__m128i *)&aq.qa[n][k + 16 * g], _mm512_cvtsepi32_epi8(qo));
-                _mm_store_si128((__m128i *)&aq.qa[n][k + 64 + 16 * g], _mm512_cvtsepi32_epi8(qe));
+                d[g] = quantize_group32(n, k, g, _mm512_permutex2var_ps(x0, odd, x1), _mm512_permutex2var_ps(x0, even, x1));
             }
             /* da / 127: the weights' scale is absmax / 127, folded in here once */
-            const __m512 da = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                                                  _mm512_castps128_ps512(_mm_loadu_ps(d))),
-                                            _mm512_set1_ps(1.0f / 127.0f));
-            _mm512_store_ps(&aq.da[n][k / 8], da);
-            const __m512 sums = _mm512_add_ps(lane_sums(_mm512_load_si512(&aq.qa[n][k])), lane_sums(_mm512_load_si512(&aq.qa[n][k + 64])));
-            _mm512_store_ps(&aq.cl[n][k / 8], _mm512_mul_ps(_mm512_mul_ps(sums, _mm512_set1_ps(128.0f)), da));
+            store_x128_scales(n, k, d, 1.0f / 127.0f, 128.0f);
         }
     }
 }
