@@ -85,6 +85,20 @@ static void prune_2_4(float *w, size_t n) {
     }
 }
 
+/* The pattern / scope over the gathered segments (total: their elements). */
+static gpt2c_status prune_segments(const segment *seg, int ns, size_t total, double sparsity, gpt2c_prune_scope scope,
+                                   gpt2c_prune_pattern pattern) {
+    gpt2c_status st = GPT2C_OK;
+    if (pattern == GPT2C_PRUNE_2_4) {
+        for (int j = 0; j < ns; j++) prune_2_4(seg[j].w, seg[j].n);
+    } else if (scope == GPT2C_PRUNE_GLOBAL) {
+        st = prune_k_smallest(seg, ns, count_to_prune(sparsity, total));
+    } else {
+        for (int j = 0; j < ns && st == GPT2C_OK; j++) st = prune_k_smallest(&seg[j], 1, count_to_prune(sparsity, seg[j].n));
+    }
+    return st;
+}
+
 static size_t zeros_in(const float *w, size_t n) {
     size_t z = 0;
     for (size_t i = 0; i < n; i++) z += w[i] == 0.0f;
@@ -140,14 +154,7 @@ gpt2c_status gpt2c_prune_model(gpt2c_model *m, double sparsity, gpt2c_prune_scop
             seg[ns] = (segment){gpt2c_param_slice(m, h, k_targets[t], l), (size_t)pi->rows * (size_t)pi->cols};
             total += seg[ns++].n;
         }
-    gpt2c_status st = GPT2C_OK;
-    if (pattern == GPT2C_PRUNE_2_4) {
-        for (int j = 0; j < ns; j++) prune_2_4(seg[j].w, seg[j].n);
-    } else if (scope == GPT2C_PRUNE_GLOBAL) {
-        st = prune_k_smallest(seg, ns, count_to_prune(sparsity, total));
-    } else {
-        for (int j = 0; j < ns && st == GPT2C_OK; j++) st = prune_k_smallest(&seg[j], 1, count_to_prune(sparsity, seg[j].n));
-    }
+    const gpt2c_status st = prune_segments(seg, ns, total, sparsity, scope, pattern);
     free(seg);
     GPT2C_TRY(st);
     GPT2C_TRY(gpt2c_model_params_upload(m));
@@ -178,14 +185,7 @@ gpt2c_status gpt2c_prune_lora(gpt2c_model *m, double sparsity, gpt2c_prune_scope
                 seg[ns] = (segment){ab ? gpt2c_lora_B(l, s, layer, 0) : gpt2c_lora_A(l, s, layer, 0), n};
                 total += seg[ns++].n;
             }
-    gpt2c_status st = GPT2C_OK;
-    if (pattern == GPT2C_PRUNE_2_4) {
-        for (int j = 0; j < ns; j++) prune_2_4(seg[j].w, seg[j].n);
-    } else if (scope == GPT2C_PRUNE_GLOBAL) {
-        st = prune_k_smallest(seg, ns, count_to_prune(sparsity, total));
-    } else {
-        for (int j = 0; j < ns && st == GPT2C_OK; j++) st = prune_k_smallest(&seg[j], 1, count_to_prune(sparsity, seg[j].n));
-    }
+    const gpt2c_status st = prune_segments(seg, ns, total, sparsity, scope, pattern);
     size_t z = 0;
     for (int j = 0; j < ns; j++) z += zeros_in(seg[j].w, seg[j].n);
     free(seg);
