@@ -211,7 +211,8 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
     const float scale = 1.0f / sqrtf((float)hs);
     /* per thread: Q, dO as A panels (pairs over channels); Q^T, dO^T as A panels
      * (pairs over queries); K as B panels by pairs of keys */
-    const size_t rows_a = (size_t)Tm * kph, cols_a = (size_t)hsm * kpT, per = 2 * rows_a + 2 * cols_a + (size_t)hsp * kpT;
+    const size_t rows_a = (size_t)Tm * kph, cols_a = (size_t)hsm * kpT;
+    const size_t per = 2 * rows_a + 2 * cols_a + (size_t)hsp * kpT + (size_t)T * hs; /* + dQ rows, contiguous */
     uint32_t *work = malloc(sizeof(uint32_t) * per * (size_t)omp_get_max_threads());
     if (!work) {
         attention_backward(dqkv, scratch, dout, qkv, out, state, B, T, C, NH);
@@ -221,6 +222,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
     {
         uint32_t *qa = work + per * (size_t)omp_get_thread_num(), *ga = qa + rows_a, *qt = ga + rows_a, *gt = qt + cols_a;
         uint32_t *kbp = gt + cols_a;
+        float *dqa = (float *)(kbp + (size_t)hsp * kpT); /* dQ of the pair, accumulated here, stored at the end */
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
@@ -233,7 +235,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             uint32_t da[att_up(ATT_BQ, MR) * (ATT_BK / 2)];                           /* dS as A panels */
             float ps[ATT_BQ * ldk], ds[ATT_BQ * ldk]; /* S then P;  dP then dS */
             float dkt[hsm * ldk], dvt[hsm * ldk];     /* dK^T / scale, dV^T of the tile */
-            float tmp[ATT_BQ * hsp], D[ATT_BQ];
+            float tmp[ATT_BQ * hsp];
             att_pack_rows_a(qa, qb, C3, T, hs, MR);
             att_pack_rows_a(ga, gb, C, T, hs, MR);
             att_pack_cols_a(qt, qb, C3, T, hs, MR);
@@ -241,7 +243,15 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             att_pack_pairs_b(kbp, kb, C3, T, hs, NR);
             memset(ps, 0, sizeof ps);
             memset(ds, 0, sizeof ds);
-            for (int t = 0; t < T; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
+            memset(dqa, 0, sizeof(float) * T * hs);
+            float Dall[T]; /* D_t = dO_t . out_t, once per pair */
+            for (int t = 0; t < T; t++) {
+                const float *g = gb + (size_t)t * C, *o = ob + (size_t)t * C;
+                float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+                for (int i = 0; i < hs; i++) d += g[i] * o[i];
+                Dall[t] = d;
+            }
             for (int j0 = 0; j0 < T; j0 += ATT_BK) {
                 const int jn = att_min(T - j0, ATT_BK), kpj = (jn + 1) / 2;
                 att_pack_rows_b(kt, kb + (size_t)j0 * C3, C3, jn, hs, NR);
@@ -251,13 +261,6 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                     const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR), kpq = (qn + 1) / 2;
                     const int diag = j0 + jn - 1 > i0;
-                    for (int r = 0; r < qn; r++) {
-                        const float *g = gb + (size_t)(i0 + r) * C, *o = ob + (size_t)(i0 + r) * C;
-                        float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-                        for (int i = 0; i < hs; i++) d += g[i] * o[i];
-                        D[r] = d;
-                    }
                     /* S / scale and dP; i0 is a multiple of MR (ATT_BQ is) */
                     att_gemm_bf16(kk, mq, ATT_BK, kph, qa + (size_t)i0 * kph, (size_t)MR * kph, kt, (size_t)NR * kph, ps,
                                   ldk, 0);
@@ -266,7 +269,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                     for (int r = 0; r < mq; r++) {
                         float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
                         const int cn = r >= qn ? 0 : diag ? att_min(jn, i0 + r - j0 + 1) : jn;
-                        const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? D[r] : 0.0f;
+                        const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? Dall[i0 + r] : 0.0f;
 #pragma omp simd
                         for (int c = 0; c < ATT_BK; c++) {
                             const float pc = c < cn ? vexp(p[c] * scale - L) : 0.0f;
@@ -286,7 +289,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                     att_gemm_bf16(kk, mq, hsp, kpj, da, (size_t)MR * kpj, kbp + (size_t)(j0 / 2) * NR, (size_t)NR * kpT,
                                   tmp, hsp, 0);
                     for (int r = 0; r < qn; r++) {
-                        float *dq = dqb + (size_t)(i0 + r) * C3;
+                        float *dq = dqa + (size_t)(i0 + r) * hs;
                         const float *tr = tmp + (size_t)r * hsp;
 #pragma omp simd
                         for (int i = 0; i < hs; i++) dq[i] += tr[i] * scale;
@@ -294,12 +297,17 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                 }
                 for (int c = 0; c < jn; c++) {
                     float *dk = dkb + (size_t)(j0 + c) * C3, *dv = dvb + (size_t)(j0 + c) * C3;
+                    if (c + ATT_PFW < jn)
+                        for (int i = 0; i < hs; i += 16)
+                            __builtin_prefetch(dk + (size_t)ATT_PFW * C3 + i, 1),
+                                __builtin_prefetch(dv + (size_t)ATT_PFW * C3 + i, 1);
                     for (int i = 0; i < hs; i++) {
                         dk[i] = dkt[(size_t)i * ldk + c] * scale;
                         dv[i] = dvt[(size_t)i * ldk + c];
                     }
                 }
             }
+            for (int t = 0; t < T; t++) memcpy(dqb + (size_t)t * C3, dqa + (size_t)t * hs, sizeof(float) * hs);
         }
     }
     free(work);
