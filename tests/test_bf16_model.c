@@ -29,6 +29,7 @@
 #include "kernels/bf16.h"
 #include "model/model_internal.h"
 #include "testutil.h"
+#include "lib/fixture_f32.h"
 
 #define TOL_LOGITS 1e-2
 #define TOL_LOSS 1e-3
@@ -36,46 +37,12 @@
 #define TOL_STEPS 1e-3
 #define MIN_BF16_EFFECT 1e-5 /* bf16 must move the logits at least this much from fp32 */
 
-static const float *tensor_f32(gpt2c_st_file *f, const char *name, size_t n) {
-    const gpt2c_st_tensor *t = gpt2c_st_find(f, name);
-    if (!t || t->dtype != GPT2C_DT_F32 || t->nbytes != n * sizeof(float)) {
-        fprintf(stderr, "fixture tensor %s missing or not F32[%zu]\n", name, n);
-        return NULL;
-    }
-    return (const float *)t->data;
-}
-
 static double logits_err(const float *ours, int rows, int Vp, const float *ref, int V) {
     float *cmp = malloc(sizeof(float) * (size_t)rows * V);
     for (int i = 0; i < rows; i++) memcpy(cmp + (size_t)i * V, ours + (size_t)i * Vp, sizeof(float) * V);
     const double e = tu_max_rel_err(cmp, ref, (size_t)rows * V, 1e-12);
     free(cmp);
     return e;
-}
-
-static double worst_grad_err(const gpt2c_model *m, gpt2c_st_file *ref, const char *prefix) {
-    double worst = 0;
-    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
-        const gpt2c_param_info *pi = &m->info[id];
-        for (int l = 0; l < (pi->per_layer ? m->cfg.num_layers : 1); l++) {
-            char hf[128], name[192];
-            gpt2c_param_hf_name(pi, l, hf, sizeof hf);
-            snprintf(name, sizeof name, "grad.%s%s", prefix, hf);
-            const int rows = id == GPT2C_P_WTE ? m->cfg.vocab_size : pi->rows, cols = pi->cols;
-            const size_t n = (size_t)rows * cols;
-            const float *r = tensor_f32(ref, name, n);
-            if (!r) return INFINITY;
-            const float *ours = gpt2c_param_slice(m, m->grads_mem, id, l);
-            float *cmp = malloc(n * sizeof(float));
-            for (int i = 0; i < rows; i++)
-                for (int c = 0; c < cols; c++)
-                    cmp[pi->hf_transposed ? (size_t)c * rows + i : (size_t)i * cols + c] = ours[(size_t)i * cols + c];
-            const double e = tu_max_rel_err(cmp, r, n, 1e-12);
-            free(cmp);
-            if (e > worst) worst = e;
-        }
-    }
-    return worst;
 }
 
 static void run_fixture(const char *name) {
@@ -93,8 +60,8 @@ static void run_fixture(const char *name) {
     memcpy(tokens, tok->data, tok->nbytes);
     memcpy(targets, tgt->data, tgt->nbytes);
     const char *prefix = gpt2c_st_find(ref, "grad.transformer.wte.weight") ? "transformer." : "";
-    const float *ref_logits = tensor_f32(ref, "logits", (size_t)B * T * V), *ref_loss = tensor_f32(ref, "loss", 1);
-    const float *ref_losses = tensor_f32(ref, "train_losses", 10);
+    const float *ref_logits = tu_fixture_f32(ref, "logits", (size_t)B * T * V), *ref_loss = tu_fixture_f32(ref, "loss", 1);
+    const float *ref_losses = tu_fixture_f32(ref, "train_losses", 10);
     CHECK(ref_logits && ref_loss && ref_losses);
     if (!ref_logits || !ref_loss || !ref_losses) return;
 
@@ -163,7 +130,7 @@ static void run_fixture(const char *name) {
     CHECK_OK(gpt2c_model_alloc_grads(m));
     gpt2c_model_zero_grad(m);
     CHECK_OK(gpt2c_model_backward(m, 1.0f));
-    const double e_grad = worst_grad_err(m, ref, prefix);
+    const double e_grad = tu_worst_grad_err(m, ref, prefix, NULL, 0);
     CHECK_MSG(e_grad <= TOL_GRAD, "%s: bf16 gradient rel err %.3g > %g", name, e_grad, TOL_GRAD);
     gpt2c_model_free(m);
 

@@ -17,20 +17,12 @@
 #include "gpt2c/train.h"
 #include "model/model_internal.h"
 #include "testutil.h"
+#include "lib/fixture_f32.h"
 
 #define TOL_ROW 1e-5
 #define TOL_LOSS 1e-5
 #define TOL_GRAD 1e-4
 #define TOL_STEPS 1e-4
-
-static const float *tensor_f32(gpt2c_st_file *f, const char *name, size_t n) {
-    const gpt2c_st_tensor *t = gpt2c_st_find(f, name);
-    if (!t || t->dtype != GPT2C_DT_F32 || t->nbytes != n * sizeof(float)) {
-        fprintf(stderr, "fixture tensor %s missing or not F32[%zu]\n", name, n);
-        return NULL;
-    }
-    return (const float *)t->data;
-}
 
 static void check_rows(void) {
     gpt2c_st_file *f;
@@ -50,7 +42,7 @@ static void check_rows(void) {
         float tau = 0, alpha = 0;
         CHECK(meta && sscanf(strstr(meta, "\"tau\""), "\"tau\": %f", &tau) == 1 &&
               sscanf(strstr(meta, "\"alpha\""), "\"alpha\": %f", &alpha) == 1);
-#define T_(suffix, n) (snprintf(name, sizeof name, "case%d." suffix, k), tensor_f32(f, name, n))
+#define T_(suffix, n) (snprintf(name, sizeof name, "case%d." suffix, k), tu_fixture_f32(f, name, n))
         const float *s = T_("s", (size_t)R * V), *t = T_("t", (size_t)R * V), *loss = T_("loss", (size_t)R);
         const float *grad = T_("grad", (size_t)R * V);
 #undef T_
@@ -80,35 +72,6 @@ static void check_rows(void) {
         free(scr);
     }
     gpt2c_st_close(f);
-}
-
-/* the grad.<hf name> tensors against the student's gradient slab */
-static double worst_grad_err(const gpt2c_model *m, gpt2c_st_file *ref, char *worst_name) {
-    double worst = 0;
-    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
-        const gpt2c_param_info *pi = &m->info[id];
-        for (int l = 0; l < (pi->per_layer ? m->cfg.num_layers : 1); l++) {
-            char hf[128], name[192];
-            gpt2c_param_hf_name(pi, l, hf, sizeof hf);
-            snprintf(name, sizeof name, "grad.transformer.%s", hf);
-            const int rows = id == GPT2C_P_WTE ? m->cfg.vocab_size : pi->rows, cols = pi->cols;
-            const size_t n = (size_t)rows * cols;
-            const float *want = tensor_f32(ref, name, n);
-            if (!want) return INFINITY;
-            const float *ours = gpt2c_param_slice(m, m->grads_mem, id, l);
-            float *cmp = malloc(n * sizeof(float));
-            for (int r = 0; r < rows; r++) /* HF Conv1D stores (in, out) */
-                for (int c = 0; c < cols; c++)
-                    cmp[pi->hf_transposed ? (size_t)c * rows + r : (size_t)r * cols + c] = ours[(size_t)r * cols + c];
-            const double e = tu_max_rel_err(cmp, want, n, 1e-12);
-            free(cmp);
-            if (e > worst) {
-                worst = e;
-                snprintf(worst_name, 192, "%s", name);
-            }
-        }
-    }
-    return worst;
 }
 
 typedef struct {
@@ -145,19 +108,19 @@ static void check_model(const char *backend) {
     if (!d) return;
     float loss = 0;
     CHECK_OK(gpt2c_model_forward_loss(student, tokens, targets, B, T, gpt2c_distill_loss(d), &loss));
-    const float want = tensor_f32(ref, "loss", 1)[0];
+    const float want = tu_fixture_f32(ref, "loss", 1)[0];
     const double el = fabs(loss - want) / fabs(want);
     CHECK_MSG(el <= TOL_LOSS, "%s: loss %.7f vs PyTorch %.7f", backend, loss, want);
     CHECK_OK(gpt2c_model_alloc_grads(student));
     gpt2c_model_zero_grad(student);
     CHECK_OK(gpt2c_model_backward(student, 1.0f));
     char worst[192] = "";
-    const double eg = worst_grad_err(student, ref, worst);
+    const double eg = tu_worst_grad_err(student, ref, "transformer.", worst, sizeof worst);
     CHECK_MSG(eg <= TOL_GRAD, "%s: gradient rel err %.3g (%s)", backend, eg, worst);
     printf("  tiny student (%s): loss %.6f (rel err %.2e), gradients %.2e (worst %s)\n", backend, loss, el, eg, worst);
 
     /* 3 AdamW steps through the trainer's step, the loss in the batch source */
-    const float *ref_losses = tensor_f32(ref, "train_losses", 3);
+    const float *ref_losses = tu_fixture_f32(ref, "train_losses", 3);
     CHECK(ref_losses != NULL);
     fixed_batch fb = {tokens, targets};
     const gpt2c_batch_source src = {fixed_next, &fb, gpt2c_distill_loss(d)};

@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "testutil.h"
 #include "model/model_internal.h"
+#include "lib/fixture_f32.h"
 
 #define TOL_LOGITS 1e-5
 #define TOL_GRAD 1e-4
@@ -27,15 +28,6 @@ typedef struct {
     int32_t *tokens, *targets;
     char prefix[32]; /* "transformer." or "" as in the fixture's grad names */
 } fixture;
-
-static const float *tensor_f32(gpt2c_st_file *f, const char *name, size_t n) {
-    const gpt2c_st_tensor *t = gpt2c_st_find(f, name);
-    if (!t || t->dtype != GPT2C_DT_F32 || t->nbytes != n * sizeof(float)) {
-        fprintf(stderr, "fixture tensor %s missing or not F32[%zu]\n", name, n);
-        return NULL;
-    }
-    return (const float *)t->data;
-}
 
 static int load_fixture(const char *dir, fixture *fx) {
     char path[1400];
@@ -55,41 +47,12 @@ static int load_fixture(const char *dir, fixture *fx) {
     return 1;
 }
 
-/* Compares our gradient slab with the fixture's grad.<hf name> tensors. */
-static double worst_grad_err(const gpt2c_model *m, const fixture *fx, char *worst_name) {
-    double worst = 0;
-    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
-        const gpt2c_param_info *pi = &m->info[id];
-        for (int l = 0; l < (pi->per_layer ? m->cfg.num_layers : 1); l++) {
-            char hf[128], name[192];
-            gpt2c_param_hf_name(pi, l, hf, sizeof hf);
-            snprintf(name, sizeof name, "grad.%s%s", fx->prefix, hf);
-            int rows = id == GPT2C_P_WTE ? m->cfg.vocab_size : pi->rows, cols = pi->cols;
-            size_t n = (size_t)rows * cols;
-            const float *ref = tensor_f32(fx->ref, name, n);
-            if (!ref) return INFINITY;
-            const float *ours = gpt2c_param_slice(m, m->grads_mem, id, l);
-            float *cmp = malloc(n * sizeof(float));
-            for (int r = 0; r < rows; r++) /* HF Conv1D stores (in, out): transpose ours */
-                for (int c = 0; c < cols; c++)
-                    cmp[pi->hf_transposed ? (size_t)c * rows + r : (size_t)r * cols + c] = ours[(size_t)r * cols + c];
-            double e = tu_max_rel_err(cmp, ref, n, 1e-12);
-            free(cmp);
-            if (e > worst) {
-                worst = e;
-                strcpy(worst_name, name);
-            }
-        }
-    }
-    return worst;
-}
-
 static void check_model(gpt2c_model *m, const fixture *fx, const char *label) {
     const int B = fx->B, T = fx->T, V = fx->V, Vp = m->cfg.padded_vocab_size;
     CHECK_OK(gpt2c_model_prepare(m, B, T));
     /* logits */
     CHECK_OK(gpt2c_model_forward(m, fx->tokens, NULL, B, T, NULL));
-    const float *ref_logits = tensor_f32(fx->ref, "logits", (size_t)B * T * V);
+    const float *ref_logits = tu_fixture_f32(fx->ref, "logits", (size_t)B * T * V);
     CHECK(ref_logits != NULL);
     if (!ref_logits) return;
     float *ours = malloc(sizeof(float) * B * T * V);
@@ -100,20 +63,20 @@ static void check_model(gpt2c_model *m, const fixture *fx, const char *label) {
     /* loss and gradients */
     float loss;
     CHECK_OK(gpt2c_model_forward(m, fx->tokens, fx->targets, B, T, &loss));
-    const float *ref_loss = tensor_f32(fx->ref, "loss", 1);
+    const float *ref_loss = tu_fixture_f32(fx->ref, "loss", 1);
     double e_loss = fabs(loss - ref_loss[0]) / fabs(ref_loss[0]);
     CHECK_MSG(e_loss <= TOL_LOGITS, "%s: loss %.8f vs %.8f", label, loss, ref_loss[0]);
     CHECK_OK(gpt2c_model_alloc_grads(m));
     gpt2c_model_zero_grad(m);
     CHECK_OK(gpt2c_model_backward(m, 1.0f));
     char worst_name[192] = "";
-    double e_grad = worst_grad_err(m, fx, worst_name);
+    double e_grad = tu_worst_grad_err(m, fx->ref, fx->prefix, worst_name, sizeof worst_name);
     CHECK_MSG(e_grad <= TOL_GRAD, "%s: gradient rel err %.3g > %g (%s)", label, e_grad, TOL_GRAD, worst_name);
     printf("  %-28s logits %.2e  loss %.2e  grads %.2e (worst %s)\n", label, e_logits, e_loss, e_grad, worst_name);
 }
 
 static void check_training(gpt2c_model *m, const fixture *fx, const char *label) {
-    const float *ref_losses = tensor_f32(fx->ref, "train_losses", 10), *ref_norms = tensor_f32(fx->ref, "train_norms", 10);
+    const float *ref_losses = tu_fixture_f32(fx->ref, "train_losses", 10), *ref_norms = tu_fixture_f32(fx->ref, "train_norms", 10);
     CHECK(ref_losses && ref_norms);
     if (!ref_losses || !ref_norms) return;
     gpt2c_adamw_cfg opt = {.beta1 = (float)atof(gpt2c_st_meta(fx->ref, "beta1")),

@@ -52,4 +52,12 @@ const char *gpt2c_peak_build(void);
 /* Measures without touching the cache. */
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);
 
+/* The FMA peak of `isa` (bf16: the vdpbf16ps peak where the CPU has
+ * AVX512_BF16, else the FMA one, the ceiling of the emulated bf16 GEMM) on
+ * `threads` threads, from a short burst of about `seconds` (the fastest of
+ * three), uncached: a "local peak" taken right next to a timed operation, so
+ * its % of peak follows a shared machine's drift (one thread: thread CPU
+ * time; more: wall time).  0 if the ISA is not supported. */
+double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seconds);
+
 #endif

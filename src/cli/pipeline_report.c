@@ -149,10 +149,8 @@ static void markdown(const pipe_ctx *p, sbuf *b) {
 
 static void json_ms(sbuf *b, const double *v, int n) {
     const ms_t m = mean_std(v, n);
-    gpt2c_sb_puts(b, "{\"mean\":");
-    gpt2c_sb_json_num(b, m.mean);
-    gpt2c_sb_puts(b, ",\"std\":");
-    gpt2c_sb_json_num(b, m.std);
+    gpt2c_sb_puts(b, "{");
+    gpt2c_sb_json_mean_std(b, m.mean, m.std);
     gpt2c_sb_puts(b, ",\"trials\":[");
     for (int i = 0; i < n; i++) {
         if (i) gpt2c_sb_puts(b, ",");

@@ -167,6 +167,46 @@ static double measure_dpbf16(int threads, int runs) {
 #endif
 }
 
+/* A short burst of the peak loop (see gpt2c/peak.h): the iteration count is
+ * calibrated once per (isa, bf16, threads) to about a third of `seconds`,
+ * then three bursts run and the fastest counts. */
+double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seconds) {
+    if (threads <= 0) threads = omp_get_num_procs();
+    if (!isa_supported(isa)) return 0;
+    int dp = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    dp = bf16 && isa == GPT2C_ISA_AVX512 && gpt2c_cpu_has_avx512bf16();
+#endif
+    static long cal_iters[GPT2C_ISA_COUNT][2];
+    static int cal_threads[GPT2C_ISA_COUNT][2];
+    long *iters = &cal_iters[isa][dp];
+#if defined(__x86_64__) || defined(__i386__)
+#define BURST(n) (dp ? time_dpbf16(threads, (n)) : time_fma(isa, threads, (n)))
+    const double fpi = dp ? gpt2c_peak_dpbf16_flops_per_iter_avx512 : flops_per_iter(isa);
+#else
+#define BURST(n) time_fma(isa, threads, (n))
+    const double fpi = flops_per_iter(isa);
+#endif
+    if (*iters == 0 || cal_threads[isa][dp] != threads) {
+        long n = 2000;
+        double t = BURST(n);
+        while (t < 0.002) {
+            n *= 4;
+            t = BURST(n);
+        }
+        *iters = (long)((double)n * (seconds / 3) / t) + 1;
+        cal_threads[isa][dp] = threads;
+    }
+    double best = 0;
+    for (int r = 0; r < 3; r++) {
+        const double t = BURST(*iters);
+        const double g = t > 0 ? fpi * (double)*iters * threads / t * 1e-9 : 0;
+        if (g > best) best = g;
+    }
+#undef BURST
+    return best;
+}
+
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
     if (threads <= 0) threads = omp_get_num_procs();
     if (runs < 1 || runs > 32) return gpt2c_fail(GPT2C_ERR_ARG, "peak: runs must be in [1, 32] (got %d)", runs);

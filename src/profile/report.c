@@ -249,10 +249,8 @@ void gpt2c_prof_render_text(gpt2c_profile_session *s, sbuf *b) {
 }
 
 static void json_stat(sbuf *b, const gpt2c_stat *st) {
-    gpt2c_sb_puts(b, "{\"mean\":");
-    gpt2c_sb_json_num(b, st->mean);
-    gpt2c_sb_puts(b, ",\"std\":");
-    gpt2c_sb_json_num(b, st->std);
+    gpt2c_sb_puts(b, "{");
+    gpt2c_sb_json_mean_std(b, st->mean, st->std);
     gpt2c_sb_puts(b, ",\"min\":");
     gpt2c_sb_json_num(b, st->min);
     gpt2c_sb_puts(b, ",\"max\":");

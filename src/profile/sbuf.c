@@ -67,6 +67,13 @@ void gpt2c_sb_json_num(sbuf *b, double v) {
     else gpt2c_sb_puts(b, "null");
 }
 
+void gpt2c_sb_json_mean_std(sbuf *b, double mean, double std) {
+    gpt2c_sb_puts(b, "\"mean\":");
+    gpt2c_sb_json_num(b, mean);
+    gpt2c_sb_puts(b, ",\"std\":");
+    gpt2c_sb_json_num(b, std);
+}
+
 void gpt2c_sb_free(sbuf *b) {
     free(b->p);
     memset(b, 0, sizeof *b);

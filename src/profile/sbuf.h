@@ -24,6 +24,9 @@ void gpt2c_sb_json_str(sbuf *b, const char *s);
 void gpt2c_sb_html(sbuf *b, const char *s);
 /* A number for JSON: null when not finite. */
 void gpt2c_sb_json_num(sbuf *b, double v);
+/* `"mean":<mean>,"std":<std>` (JSON numbers as above), the start of the
+ * profiler's and the pipeline report's statistics objects. */
+void gpt2c_sb_json_mean_std(sbuf *b, double mean, double std);
 void gpt2c_sb_free(sbuf *b);
 /* Writes the buffer atomically to dir/name. */
 gpt2c_status gpt2c_sb_write_file(sbuf *b, const char *dir, const char *name);
