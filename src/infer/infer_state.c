@@ -1,6 +1,5 @@
 /* Planning and bookkeeping of the inference state (src/infer/infer_state.h). */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -33,28 +32,6 @@ int gpt2c_infer_hugepages(const gpt2c_model *m) {
     (void)m;
     return 0;
 #endif
-}
-
-/* The KV cache and buffers (zeroed, freed with gpt2c_free), in 2 MiB pages
- * where the OS gives them: decode streams every sequence's cache once per
- * step (19-39 MB per sequence for GPT-2 124M at 512 tokens), and in 4 KiB
- * pages the hardware prefetchers stop at every page (see
- * src/quant/quant_arena.c).  Madvised before the first write, so the pages
- * are huge from the start; sizes under 2 MiB as gpt2c_alloc. */
-static void *alloc_huge(size_t bytes, const char *what) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    if (bytes >= huge) {
-        const size_t rounded = (bytes + huge - 1) / huge * huge;
-        void *p = aligned_alloc(huge, rounded);
-        if (p) {
-            (void)madvise(p, rounded, MADV_HUGEPAGE);
-            memset(p, 0, rounded);
-            return p;
-        }
-    }
-#endif
-    return gpt2c_alloc(bytes, what);
 }
 
 static int block_matmuls(void) {
@@ -111,7 +88,7 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     s->floats = total;
-    s->mem = alloc_huge(total * sizeof(float), "KV cache and inference buffers");
+    s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
     /* stages of one pass: encoder, blocks, LM head (+2 spare); with bf16 rows, one more (the rounding) per matmul */
