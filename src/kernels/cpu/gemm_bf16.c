@@ -216,7 +216,9 @@ static _Thread_local size_t tl_acap, tl_bcap;
  * with its workers for that call; kept between calls, at most PREPACK_MAX). */
 static _Thread_local uint32_t *tl_pabuf, *tl_pbbuf;
 static _Thread_local size_t tl_pacap, tl_pbcap;
-#define PREPACK_MAX ((size_t)16 << 20) /* bytes per operand */
+static size_t g_prepack_max = (size_t)16 << 20; /* bytes per operand */
+#define PREPACK_MAX g_prepack_max
+void gpt2c_cpu_gemm_bf16_set_prepack_max(size_t bytes) { g_prepack_max = bytes ? bytes : (size_t)16 << 20; }
 
 static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
     if (*cap >= words) return *buf;
@@ -366,6 +368,27 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
      * dweight was packed once per 384 rows of dW) is packed once, by all
      * threads, before the units run. */
     const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
+    /* An operand to pack once that is too large for it (A of the LM head's
+     * dinp: B*T x 50304): the GEMM runs as a sequence of GEMMs over slices
+     * of K (whole K blocks, even: pairs stay whole) whose packed operand
+     * fits, accumulating into C, which is stored and reloaded exactly between
+     * them (the same sums; each unit packing all of A again cost ~10%). */
+    const size_t ablk = (size_t)kpmax * Mp * 4, bblk = (size_t)kpmax * Np * 4;
+    const int big_a = cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
+    if ((big_a || big_b) && nblk > 1) {
+        const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
+        const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
+        if (sb < nblk) {
+            const size_t ea = A.fmt == GPT2C_FMT_BF16 ? 2 : 4, eb = B.fmt == GPT2C_FMT_BF16 ? 2 : 4;
+            for (int k0 = 0; k0 < K; k0 += ks) {
+                gemm_operand a = A, b = B;
+                a.p = (const char *)A.p + (size_t)k0 * A.cs * ea;
+                b.p = (const char *)B.p + (size_t)k0 * B.rs * eb;
+                gpt2c_cpu_gemm_bf16_with(kk, M, N, K - k0 < ks ? K - k0 : ks, a, b, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
+            }
+            return;
+        }
+    }
     prepacked pa = {NULL, (size_t)kpmax * Mp}, pb = {NULL, (size_t)kpmax * Np};
     uint32_t *pab = NULL, *pbb = NULL;
     if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
