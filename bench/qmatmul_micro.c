@@ -3,13 +3,28 @@
  * count; its cache and memory contention still does): best of REPS passes over
  * an (OC, IC) weight in 64-row ranges, as the inference stages call it.
  * Built and run by bench/qmatmul_micro.sh.
- * Usage: qmatmul_micro N IC OC REPS   (N activation rows: 1 = decode) */
+ * Usage: qmatmul_micro N IC OC REPS   (N activation rows: 1 = decode)
+ * HUGE=1 in the environment: the codes in 2 MiB pages (madvise), as gpt2c keeps a model's (src/quant/quant_arena.c). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "gpt2c/quant.h"
+
+/* the codes: malloc, or with HUGE=1 2 MiB-aligned and advised into 2 MiB pages */
+static void *codes_alloc(size_t bytes) {
+    const char *e = getenv("HUGE");
+    if (!e || strcmp(e, "1") != 0) return malloc(bytes);
+    const size_t huge = (size_t)2 << 20, rounded = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
 
 static double cpu_now(void) {
     struct timespec t;
@@ -29,7 +44,7 @@ int main(int argc, char **argv) {
     for (int f = 0; f < 3; f++) {
         if (gpt2c_quant_check(fmts[f], OC, IC, 0, "micro") != GPT2C_OK) continue;
         const size_t cb = gpt2c_quant_code_bytes(fmts[f], OC, IC, 0), ns = gpt2c_quant_nscales(fmts[f], OC, IC, 0);
-        void *codes = malloc(cb);
+        void *codes = codes_alloc(cb);
         float *sc = malloc(ns * sizeof(float));
         gpt2c_quant_pack(fmts[f], 0, W, OC, IC, codes, sc);
         gpt2c_tensor t = {fmts[f], OC, IC, codes, sc, NULL, 0};

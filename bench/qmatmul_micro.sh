@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The quantized matmul kernels alone, one thread, per format (bench/qmatmul_micro.c):
 # decode (1 row), 2 rows and batch 8, for GPT-2's 768- and 3072-wide rows, weights in L3 (compute-bound)
-# and a 115 MB stack (memory-bound). Both activation modes for q8/q4 (GPT2C_QUANT_ACT=f32 vs int8).
+# and a 115 MB stack (memory-bound; in 4 KiB and in 2 MiB pages, HUGE=1). Both activation modes for q8/q4
+# (GPT2C_QUANT_ACT=f32 vs int8).
 # Usage: bench/qmatmul_micro.sh [BUILD_DIR]
 set -eu
 B="${1:-build}"
@@ -19,4 +20,5 @@ for act in int8 f32; do
   GPT2C_QUANT_ACT=$act "$W/micro" 2 768 4096 300
   GPT2C_QUANT_ACT=$act "$W/micro" 8 768 4096 100
   GPT2C_QUANT_ACT=$act "$W/micro" 1 768 147456 5
+  echo "   (2 MiB pages)"; HUGE=1 GPT2C_QUANT_ACT=$act "$W/micro" 1 768 147456 5
 done

@@ -64,6 +64,13 @@ check "bench generate: an fp32 model's default KV cache is f32" \
 g1=$("$G" generate --model "$W/fp32.safetensors" --kv-cache bf16 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
 check "generate --kv-cache bf16 on an fp32 model produces tokens" '[ -n "$g1" ]'
 bad "unknown --kv-cache" "--kv-cache 'int4': unknown cache type" generate --model "$W/q8.safetensors" --kv-cache int4 --prompt-ids 1
+# --quant-act: f32 activations (exactly the dequantized weights) or int8 (where VNNI runs; else a note and f32)
+check "bench generate --quant-act f32 reports it" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --quant-act f32 --json | grep -q "\"quant_act\":\"f32\""'
+g3=$("$G" generate --model "$W/nf4.safetensors" --quant-act f32 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
+g4=$("$G" generate --model "$W/nf4.safetensors" --quant-act int8 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0 2>/dev/null)
+check "generate --quant-act f32 and int8 both produce tokens" '[ -n "$g3" ] && [ -n "$g4" ]'
+bad "unknown --quant-act" "--quant-act 'int4': unknown activation type" generate --model "$W/q8.safetensors" --quant-act int4 --prompt-ids 1
 head -c 100000 "$W/q8.safetensors" > "$W/trunc.safetensors"
 bad "a truncated quantized file" "trunc.safetensors" eval --model "$W/trunc.safetensors" --data "$W/val.bin"
 exit $fail

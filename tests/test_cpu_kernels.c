@@ -142,6 +142,47 @@ static void test_attention(int B, int T, int C, int NH) {
     for (int t = 0; t < 2; t++) free(out[t]), free(dq[t]);
 }
 
+/* bf16 attention (bf16 precision): the products' operands rounded to bf16, so
+ * against ref's fp32 attention within a bf16 tolerance, relative to the largest
+ * output (each operand rounded by <= 2^-9: a score or a product sum errs by
+ * ~2^-8 of its largest terms; measured ~4e-3 / ~6e-3 of the largest out / dqkv
+ * on these inputs), bitwise the same on 1 and 2 threads, and not the fp32 path's
+ * numbers (it does round) */
+static double max_rel(const float *a, const float *r, size_t n) {
+    double e = 0, m = 0;
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs((double)a[i] - r[i])), m = fmax(m, fabs((double)r[i]));
+    return m > 0 ? e / m : e;
+}
+
+static void test_attention_bf16(int B, int T, int C, int NH) {
+    const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+    float *qkv = rnd(nq, 31, 2), *dout = rnd(no, 32, 1);
+    float *st_r = malloc(4 * REF->attention_state_floats(B, T, NH)), *sc_r = malloc(4 * REF->attention_scratch_floats(B, T, NH));
+    float *out_r = malloc(4 * no), *dq_r = malloc(4 * nq);
+    REF->attention_forward(out_r, st_r, qkv, B, T, C, NH);
+    REF->attention_backward(dq_r, sc_r, dout, qkv, out_r, st_r, B, T, C, NH);
+    float *out[3], *dq[3];
+    for (int t = 0; t < 3; t++) { /* bf16 on 1 and 2 threads, then the fp32 path */
+        gpt2c_set_threads(t == 1 ? 2 : 1);
+        float *st = malloc(4 * CPU->attention_state_floats(B, T, NH)), *sc = malloc(4 * CPU->attention_scratch_floats(B, T, NH));
+        out[t] = malloc(4 * no), dq[t] = malloc(4 * nq);
+        (t < 2 ? CPU->attention_forward_bf16 : CPU->attention_forward)(out[t], st, qkv, B, T, C, NH);
+        (t < 2 ? CPU->attention_backward_bf16 : CPU->attention_backward)(dq[t], sc, dout, qkv, out[t], st, B, T, C, NH);
+        free(st), free(sc);
+    }
+    const double eo = max_rel(out[0], out_r, no), ed = max_rel(dq[0], dq_r, nq);
+    CHECK_MSG(eo <= 2e-2 && ed <= 3e-2, "[%s] bf16 attention B=%d T=%d C=%d NH=%d: out %.3g (tol 2e-2), dqkv %.3g (tol 3e-2)",
+              g_isa, B, T, C, NH, eo, ed);
+    CHECK_MSG(memcmp(out[0], out[1], 4 * no) == 0 && memcmp(dq[0], dq[1], 4 * nq) == 0,
+              "[%s] bf16 attention B=%d T=%d C=%d NH=%d: 1 and 2 threads differ", g_isa, B, T, C, NH);
+    if (T > 1) /* one key: the output is v itself, whatever the rounding of the scores */
+        CHECK_MSG(memcmp(out[0], out[2], 4 * no) != 0 && max_rel(out[2], out_r, no) < eo,
+                  "[%s] bf16 attention B=%d T=%d C=%d NH=%d: gives the fp32 path's numbers", g_isa, B, T, C, NH);
+    if (T == 1024) printf("  [%s] bf16 attention T=%d hs=%d: out %.2e, dqkv %.2e of the largest\n", g_isa, T, C / NH, eo, ed);
+    free(qkv), free(dout), free(st_r), free(sc_r), free(out_r), free(dq_r);
+    for (int t = 0; t < 3; t++) free(out[t]), free(dq[t]);
+}
+
 static void test_pointwise(size_t n) {
     float *x = rnd(n, 31, 5), *d = rnd(n, 32, 1), *y = rnd(n, 33, 1);
     float *o_r = malloc(4 * n), *g_r = malloc(4 * n), *o[2], *g[2];
@@ -223,6 +264,23 @@ static void test_pointwise(size_t n) {
         CHECK_MSG(tie[0] == 0x3f80 && tie[1] == 0x3f82, "[%s] adamw_zero_grad_bf16 (%s): ties %04x %04x, want 3f80 3f82",
                   g_isa, K->name, tie[0], tie[1]);
         free(pz), free(mz), free(vz), free(gz), free(pb_), free(mb), free(vb), free(gb), free(copy);
+    }
+    /* the cpu op streams whole 64-byte lines of the copy: the same bits wherever
+     * the copy starts within a line (head, lines, tail), on 1 and 2 threads */
+    for (int off = 1; off < 40; off += 9) {
+        gpt2c_set_threads(off % 2 + 1);
+        float *pz = dup(p[0], n), *mz = dup(m[0], n), *vz = dup(v[0], n), *gz = dup(d, n);
+        float *pb_ = dup(p[0], n), *mb = dup(m[0], n), *vb = dup(v[0], n), *gb = dup(d, n);
+        uint16_t *buf = malloc(2 * (n + 64)), *copy = buf + off;
+        CPU->adamw_zero_grad(pz, gz, mz, vz, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
+        CPU->adamw_zero_grad_bf16(pb_, gb, mb, vb, copy, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) bad += copy[i] != gpt2c_bf16_from_f32(pb_[i]);
+        CHECK_MSG(bad == 0 && memcmp(pz, pb_, 4 * n) == 0 && memcmp(mz, mb, 4 * n) == 0 && memcmp(vz, vb, 4 * n) == 0 &&
+                      memcmp(gz, gb, 4 * n) == 0,
+                  "[%s] adamw_zero_grad_bf16 n=%zu, copy at word %d of a line: not bitwise adamw_zero_grad (%d copies)",
+                  g_isa, n, off, bad);
+        free(pz), free(mz), free(vz), free(gz), free(pb_), free(mb), free(vb), free(gb), free(buf);
     }
     free(x), free(d), free(y), free(o_r), free(g_r), free(p_r), free(m_r), free(v_r);
     for (int t = 0; t < 2; t++) free(o[t]), free(g[t]), free(p[t]), free(m[t]), free(v[t]);
@@ -309,6 +367,13 @@ int main(void) {
         /* several query blocks and key tiles (48 / 64), ragged ends, hs 33 and 64 */
         test_attention(2, 150, 66, 2);
         test_attention(1, 1024, 64, 1);
+        for (int t = 0; t < 4; t++) {
+            test_attention_bf16(1, Ts[t], 5, 1);
+            test_attention_bf16(2, Ts[t], 66, 2);
+            test_attention_bf16(3, Ts[t], 256, 4);
+        }
+        test_attention_bf16(2, 150, 66, 2);
+        test_attention_bf16(1, 1024, 64, 1);
         test_pointwise(1);
         test_pointwise(37);
         test_pointwise(100003);

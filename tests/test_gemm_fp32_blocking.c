@@ -1,5 +1,6 @@
-/* The fp32 GEMM's blocking (rows mc and columns nc per unit: chosen per CPU
- * from L2 and the autotune, gemm.h) changes speed, never results: for every
+/* The fp32 GEMM's blocking (rows mc and columns nc per unit, K block kc:
+ * chosen per CPU from L2 and the autotune, gemm.h) changes speed, never
+ * results: for every
  * ISA kernel this CPU runs, the three GEMMs of a linear layer (forward with a
  * bias, dinp, dweight accumulating) on ragged shapes, under several
  * blockings and 1 and 2 threads, give the same bits as under the L2 guess on
@@ -52,19 +53,21 @@ static void check_shape(gpt2c_isa isa, int N, int IC, int OC) {
             if (fabs(out[0][i * OC + j] - s) > (IC + 2) * 6e-8 * m + 1e-30) bad = 1;
         }
     CHECK_MSG(!bad, "%s fwd N=%d IC=%d OC=%d differs from the double-precision product", gpt2c_isa_name(isa), N, IC, OC);
-    static const int bl[][2] = {{96, 128}, {132, 192}, {384, 512}, {1536, 2048}, {12, 64}};
+    static const int bl[][3] = {{96, 128, 256}, {132, 192, 64}, {384, 512, 512}, {1536, 2048, 1024}, {12, 64, 80}, {96, 256, 2048}};
     for (size_t b = 0; b < sizeof bl / sizeof bl[0]; b++)
         for (int t = 1; t <= 2; t++) {
             int m = bl[b][0], n = bl[b][1];
             gpt2c_cpu_gemm_fp32_set_blocking(&m, &n);
+            const int kc = gpt2c_cpu_gemm_fp32_set_kc(bl[b][2]);
             omp_set_num_threads(t);
             memcpy(dW[1], dW0, sizeof(float) * OC * IC);
             layer(isa, N, IC, OC, X, W, D, bias, out[1], dX[1], dW[1]);
             CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * N * OC) == 0 && memcmp(dX[0], dX[1], sizeof(float) * N * IC) == 0 &&
                           memcmp(dW[0], dW[1], sizeof(float) * OC * IC) == 0,
-                      "%s N=%d IC=%d OC=%d: mc %d nc %d, %d threads changed the result", gpt2c_isa_name(isa), N, IC, OC, m, n, t);
+                      "%s N=%d IC=%d OC=%d: mc %d nc %d kc %d, %d threads changed the result", gpt2c_isa_name(isa), N, IC, OC, m, n,
+                      kc, t);
         }
-    gpt2c_cpu_gemm_fp32_set_blocking(&gm, &gn);
+    gpt2c_cpu_gemm_fp32_blocking_from_caches(&gm, &gn);
     omp_set_num_threads(2);
     free(X), free(W), free(D), free(bias), free(dW0);
     for (int v = 0; v < 2; v++) free(out[v]), free(dX[v]), free(dW[v]);
@@ -75,6 +78,7 @@ int main(void) {
     int m = 5, n = 3000;
     gpt2c_cpu_gemm_fp32_set_blocking(&m, &n);
     CHECK(m >= 12 && m % 12 == 0 && n % 64 == 0 && n <= 4096);
+    CHECK(gpt2c_cpu_gemm_fp32_set_kc(1) == 64 && gpt2c_cpu_gemm_fp32_set_kc(100000) == 2048 && gpt2c_cpu_gemm_fp32_set_kc(250) == 256);
     static const int shapes[][3] = {{1, 1, 1}, {37, 67, 101}, {130, 33, 64}, {9, 600, 515}, {70, 300, 2100}, {13, 1100, 200}};
     for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
         if (!gpt2c_cpu_has_isa((gpt2c_isa)i)) continue;

@@ -3,7 +3,8 @@
  * row groups) or per unit, K blocks, edge panels, 1 and 2 threads, for the
  * three GEMMs of a linear layer (fwd: W read transposed; dinp: W rows
  * interleaved in pairs; dweight: fp32 dout^T and X converted), and the
- * blocking guessed from this CPU's caches.  Also: the cache sizes that guess
+ * blocking guessed from this CPU's caches, and operands too large to pack
+ * once (K sliced).  Also: the cache sizes that guess
  * uses are plausible. */
 #include <omp.h>
 #include <stdint.h>
@@ -83,5 +84,14 @@ int main(void) {
                 layer(kernels[k], bls[b], nth, 37, 53, 141);
                 layer(kernels[k], bls[b], nth, 100, 96, 130);
             }
+    /* operands too large to pack once (the LM head's dinp: its A is B*T x
+     * 50304): the GEMM runs over slices of K; here with a 4 KiB limit */
+    gpt2c_cpu_gemm_bf16_set_prepack_max(4096);
+    for (size_t k = 0; k < 2; k++)
+        for (int nth = 1; nth <= 2; nth++) {
+            layer(kernels[k], bls[0], nth, 100, 96, 130);
+            layer(kernels[k], bls[1], nth, 37, 53, 141);
+        }
+    gpt2c_cpu_gemm_bf16_set_prepack_max(0);
     return tu_finish("test_gemm_prepack");
 }

@@ -30,6 +30,8 @@ typedef struct gpt2c_qweights {
     int double_quant;  /* nf4 scales double-quantized (in the file; expanded in memory) */
     int layers[GPT2C_NUM_PARAM_TENSORS];
     gpt2c_tensor *t[GPT2C_NUM_PARAM_TENSORS]; /* per linear weight: one view per layer (F32 = kept) */
+    void *arena;        /* non-NULL: every quantized tensor's codes and scales live in this mapping */
+    size_t arena_bytes; /* (src/quant/quant_arena.c: 2 MiB pages, decode order) */
 } gpt2c_qweights;
 
 /* Quantizes m's linear weights (fp32 in its slab) to f with this block (0:

@@ -143,7 +143,7 @@ int bench_gemm(int argc, char **argv) {
             printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
         else
-            printf("  fp32 blocking kc %d (fixed: it sets the summation order) mc %d nc %d (%s)\n", GEMM_KC, fmc, fnc,
+            printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2"
                    : from_cache                        ? "cached autotune"
                                                        : "autotuned now");
@@ -155,7 +155,7 @@ int bench_gemm(int argc, char **argv) {
                "GFLOP/s", "best", "%peak", "%local", "blas_ms", "GFLOP/s", "%peak", "%local", "cpu/blas");
     } else {
         printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
-               g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : GEMM_KC, g_bf16 ? bl.mc : fmc,
+               g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : gpt2c_cpu_gemm_fp32_kc(), g_bf16 ? bl.mc : fmc,
                g_bf16 ? bl.nc : fnc);
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas || (g_bf16 && !no_blas)) {

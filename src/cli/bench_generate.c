@@ -12,6 +12,7 @@
 #include "cli/lora_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/quant_arg.h"
+#include "gpt2c/quant.h"
 #include "gpt2c/precision.h"
 #include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
@@ -53,7 +54,7 @@ static int32_t argmax(const float *x, int V) {
 }
 
 int bench_generate(int argc, char **argv) {
-    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *kv = NULL, *precision = "fp32", *adapter = NULL;
+    const char *model = "gpt2", *backend = "cpu", *quant = NULL, *kv = NULL, *qact = NULL, *precision = "fp32", *adapter = NULL;
     int P = 512, N = 64, threads = 0, runs = 3, batch = 1, json = 0, hugepages = 0, no_peak = 0, cpu_time = 0;
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model name (random weights) or checkpoint path [gpt2]", 0, 0},
@@ -69,6 +70,7 @@ int bench_generate(int argc, char **argv) {
         {"--no-peak", CLI_FLAG, &no_peak, "no read-bandwidth figure (gpt2c_peak_get; else cached or measured once)", 0, 0},
         QUANT_ARG_OPT(quant),
         KV_ARG_OPT(kv),
+        QACT_ARG_OPT(qact),
         ADAPTER_ARG_OPT(adapter),
         PRECISION_ARG_OPT(precision),
     };
@@ -79,7 +81,7 @@ int bench_generate(int argc, char **argv) {
     const double rss0 = (double)current_rss_bytes();
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) return cli_fail_status("bench generate");
     const int nthreads = gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply("bench generate", quant, model, m, 1) || kv_arg_apply("bench generate", kv, m) || precision_arg_apply("bench generate", precision, m, 1) ||
+    if (quant_arg_apply("bench generate", quant, model, m, 1) || kv_arg_apply("bench generate", kv, m) || qact_arg_apply("bench generate", qact) || precision_arg_apply("bench generate", precision, m, 1) ||
         adapter_arg_apply("bench generate", adapter, m)) {
         gpt2c_model_free(m);
         return 1;
@@ -153,10 +155,11 @@ int bench_generate(int argc, char **argv) {
                    "\"runs\":%d,\"cpu_time\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f,"
                    "\"format\":\"%s\",\"weights_resident_mb\":%.1f,\"decode_bytes_per_step_mb\":%.1f,"
-                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f,\"kv_cache\":\"%s\"}\n",
+                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f,\"kv_cache\":\"%s\",\"quant_act\":\"%s\"}\n",
                    model, backend, nthreads, P, N, batch, runs, cpu_time, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb, step_bytes / 1e6, read_gbs, bound_tok_s,
-                   bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0, gpt2c_kv_cache_name(gpt2c_infer_kv_cache(s)));
+                   bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0, gpt2c_kv_cache_name(gpt2c_infer_kv_cache(s)),
+                   gpt2c_qmatmul_int8_act() ? "int8" : "f32");
         } else {
             printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);

@@ -94,7 +94,7 @@ static int on_token(void *user, int seq, int32_t id) {
 }
 
 int cmd_generate(int argc, char **argv) {
-    const char *quant = NULL, *kv = NULL, *precision = "fp32", *adapter = NULL;
+    const char *quant = NULL, *kv = NULL, *qact = NULL, *precision = "fp32", *adapter = NULL;
     const char *model = NULL, *prompt = NULL, *prompt_ids = NULL, *vocab = NULL, *backend = "cpu";
     int max_tokens = 64, batch = 1, threads = 0, top_k = 0, stats = 0, hugepages = 0;
     double temperature = 1.0, top_p = 1.0;
@@ -115,6 +115,7 @@ int cmd_generate(int argc, char **argv) {
         {"--stats", CLI_FLAG, &stats, "print prefill and decode tok/s to stderr", 0, 0},
         QUANT_ARG_OPT(quant),
         KV_ARG_OPT(kv),
+        QACT_ARG_OPT(qact),
         ADAPTER_ARG_OPT(adapter),
         PRECISION_ARG_OPT(precision),
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
@@ -178,7 +179,7 @@ int cmd_generate(int argc, char **argv) {
     stream_ctx sc = {tok, batch, -1, NULL, NULL};
     if (cli_open_model(model, backend, 1337, &m) != GPT2C_OK) goto fail;
     gpt2c_model_set_threads(m, threads);
-    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || precision_arg_apply(CMD, precision, m, 1) ||
+    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || qact_arg_apply(CMD, qact) || precision_arg_apply(CMD, precision, m, 1) ||
         adapter_arg_apply(CMD, adapter, m)) {
         rc = 1;
         goto done;

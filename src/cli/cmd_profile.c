@@ -125,7 +125,7 @@ int cmd_profile(int argc, char **argv) {
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
     int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16, decode_only = 0;
-    const char *quant = NULL, *kv = NULL;
+    const char *quant = NULL, *kv = NULL, *qact = NULL;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
@@ -151,6 +151,7 @@ int cmd_profile(int argc, char **argv) {
         {"--decode-only", CLI_FLAG, &decode_only, "with --infer: profile the decode steps alone (the prefill runs unprofiled)", 0, 0},
         QUANT_ARG_OPT(quant),
         KV_ARG_OPT(kv),
+        QACT_ARG_OPT(qact),
         ADAPTER_ARG_OPT(adapter),
     };
     int rc = cli_parse(CMD, argc, argv, opts, CLI_NOPTS(opts), NULL);
@@ -192,7 +193,7 @@ int cmd_profile(int argc, char **argv) {
     /* --quant, or a quantized checkpoint: its inference is profiled (quantized bases are not trained) */
     /* with --adapter a quantized base is trained (QLoRA): its training steps are profiled */
     if ((quant || gpt2c_model_qweights(m)) && !adapter) infer = 1;
-    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || adapter_arg_apply(CMD, adapter, m)) {
+    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || qact_arg_apply(CMD, qact) || adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         return 1;
     }

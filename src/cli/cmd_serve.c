@@ -23,7 +23,7 @@
 
 int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *vocab = NULL, *host = "127.0.0.1", *backend = "cpu", *name = NULL;
-    const char *quant = NULL, *kv = NULL, *precision = "fp32", *adapter = NULL;
+    const char *quant = NULL, *kv = NULL, *qact = NULL, *precision = "fp32", *adapter = NULL;
     int port = 8080, threads = 0, max_batch = 8, slots = 0, ctx = 0, chunk = 64, max_queue = 256, hugepages = 0;
     long long max_body = 1 << 20;
     cli_opt opts[] = {
@@ -43,6 +43,7 @@ int cmd_serve(int argc, char **argv) {
         {"--hugepages", CLI_FLAG, &hugepages, "move the weights into 2 MiB pages first (slower start, faster decode)", 0, 0},
         QUANT_ARG_OPT(quant),
         KV_ARG_OPT(kv),
+        QACT_ARG_OPT(qact),
         PRECISION_ARG_OPT(precision),
         ADAPTER_ARG_OPT(adapter),
     };
@@ -66,7 +67,7 @@ int cmd_serve(int argc, char **argv) {
         gpt2c_tokenizer_free(tok);
         return cli_fail_status(CMD);
     }
-    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || precision_arg_apply(CMD, precision, m, 1) ||
+    if (quant_arg_apply(CMD, quant, model, m, 1) || kv_arg_apply(CMD, kv, m) || qact_arg_apply(CMD, qact) || precision_arg_apply(CMD, precision, m, 1) ||
         adapter_arg_apply(CMD, adapter, m)) {
         gpt2c_model_free(m);
         gpt2c_tokenizer_free(tok);

@@ -1,6 +1,10 @@
 #include "cli/quant_arg.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "cli/args.h"
+#include "gpt2c/quant.h"
 #include "gpt2c/infer.h"
 #include "gpt2c/quant_model.h"
 
@@ -22,5 +26,19 @@ int kv_arg_apply(const char *cmd, const char *kv, gpt2c_model *m) {
     gpt2c_kv_cache t;
     if (gpt2c_kv_cache_parse(kv, &t) != 0) return cli_error(cmd, "--kv-cache '%s': unknown cache type (auto, f32 or bf16)", kv);
     gpt2c_model_set_kv_cache(m, t);
+    return 0;
+}
+
+int qact_arg_apply(const char *cmd, const char *qa) {
+    if (!qa) return 0;
+    if (strcmp(qa, "f32") == 0) {
+        gpt2c_qmatmul_set_int8_act(0);
+    } else if (strcmp(qa, "int8") == 0) {
+        if (!gpt2c_qmatmul_set_int8_act(1))
+            fprintf(stderr, "%s: note: --quant-act int8 needs AVX-512 VNNI, which this CPU (or --isa) lacks: fp32 activations\n",
+                    cmd);
+    } else {
+        return cli_error(cmd, "--quant-act '%s': unknown activation type (int8 or f32)", qa);
+    }
     return 0;
 }

@@ -127,7 +127,16 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     X(void, adamw_zero_grad_bf16,                                                                                   \
       (float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,          \
        float eps, float wd, float grad_scale, int t),                                                               \
-      (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))
+      (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                               \
+    /* attention_forward / attention_backward for bf16 precision: the same                                          \
+     * contract (state, scratch), the products of activations on bf16 operands                                      \
+     * with fp32 accumulation, softmax and log-sum-exp in fp32 (ref: the fp32 ones) */                              \
+    X(void, attention_forward_bf16, (float *out, float *state, const float *qkv, int B, int T, int C, int NH),     \
+      (out, state, qkv, B, T, C, NH))                                                                               \
+    X(void, attention_backward_bf16,                                                                                \
+      (float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out, const float *state,      \
+       int B, int T, int C, int NH),                                                                                \
+      (dqkv, scratch, dout, qkv, out, state, B, T, C, NH))
 
 /* ---- inference ops: OPTIONAL for a device backend (gpt2c_infer_create
  * refuses a backend without them); a host backend inherits ref's.

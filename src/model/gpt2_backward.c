@@ -86,7 +86,8 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
            (MATMUL_BWD(a->dbuf, G(ATTPROJW, l), G(ATTPROJB, l), a->dres, atty, attprojw, N, C, C),
             LORA(ATTN_C_PROJ, l, a->dbuf, a->dres, atty, N)));
         OP(GPT2C_OP_ATTENTION, l, cost_attention_bwd(B, T, C, NH, S),
-           k->attention_backward(a->dqkv, a->att_scratch, a->dbuf, qkv, atty, state, B, T, C, NH));
+           (gpt2c_model_attention_bf16(m) ? k->attention_backward_bf16 : k->attention_backward)(
+               a->dqkv, a->att_scratch, a->dbuf, qkv, atty, state, B, T, C, NH));
         OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_bwd(N, C, 3 * C, qkvw.fmt),
            (MATMUL_BWD(a->dbuf, G(QKVW, l), G(QKVB, l), a->dqkv, ln1, qkvw, N, C, 3 * C),
             LORA(C_ATTN, l, a->dbuf, a->dqkv, ln1, N)));

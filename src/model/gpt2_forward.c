@@ -72,6 +72,7 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
     gpt2c_acts *a = m->acts;
     const gpt2c_kernels *k = m->k;
     const size_t sN = a->N, S = a->state_floats; /* planned strides */
+    const int att_bf16 = gpt2c_model_attention_bf16(m);
     /* the ops read the batch from the backend's memory (one small upload on a device) */
     GPT2C_TRY(gpt2c_mem_upload(k, a->tokens, tokens, sizeof(int32_t) * N));
     if (targets) GPT2C_TRY(gpt2c_mem_upload(k, a->targets, targets, sizeof(int32_t) * N));
@@ -112,8 +113,9 @@ gpt2c_status gpt2c_model_forward_loss(gpt2c_model *m, const int32_t *tokens, con
                     LORA(bs->w, l, out, in, N)));
                 break;
             }
-            case GPT2C_STAGE_ATTENTION:
-                OP(bs->op, l, cost_attention_fwd(B, T, C, NH, S), k->attention_forward(out, state, in, B, T, C, NH));
+            case GPT2C_STAGE_ATTENTION: /* bf16 precision: its products on bf16 operands where the backend has them */
+                OP(bs->op, l, cost_attention_fwd(B, T, C, NH, S),
+                   (att_bf16 ? k->attention_forward_bf16 : k->attention_forward)(out, state, in, B, T, C, NH));
                 break;
             case GPT2C_STAGE_GELU:
                 OP(bs->op, l, cost_gelu_fwd((double)N * IC), k->gelu_forward(out, in, (size_t)N * IC));

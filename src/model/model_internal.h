@@ -62,4 +62,8 @@ struct gpt2c_model {
     int kv_cache;      /* gpt2c_kv_cache of inference states made from now on (0: AUTO) */
 };
 
+/* bf16 precision on a backend with bf16 attention ops (precision.c): the
+ * training forward and backward then run attention's products on bf16 operands */
+int gpt2c_model_attention_bf16(const gpt2c_model *m);
+
 #endif

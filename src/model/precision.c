@@ -31,6 +31,10 @@ int gpt2c_precision_has_copy(int id) {
 
 gpt2c_format gpt2c_model_precision(const gpt2c_model *m) { return m->bf16_mem ? GPT2C_FMT_BF16 : GPT2C_FMT_F32; }
 
+int gpt2c_model_attention_bf16(const gpt2c_model *m) {
+    return m->bf16_mem && m->k->attention_forward_bf16 && m->k->attention_backward_bf16;
+}
+
 /* The copy of tensor id starts at the same element index as its fp32 slice. */
 static uint16_t *copy_of(const gpt2c_model *m, int id, int layer) {
     const gpt2c_param_info *pi = &m->info[id];

@@ -168,8 +168,9 @@ static double measure_dpbf16(int threads, int runs) {
 }
 
 /* A short burst of the peak loop (see gpt2c/peak.h): the iteration count is
- * calibrated once per (isa, bf16, threads) to about a third of `seconds`,
- * then three bursts run and the fastest counts. */
+ * calibrated once per (isa, bf16, threads) to about a third of `seconds`
+ * (from the fastest of several timings), then three bursts run and the
+ * fastest counts. */
 double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seconds) {
     if (threads <= 0) threads = omp_get_num_procs();
     if (!isa_supported(isa)) return 0;
@@ -188,11 +189,14 @@ double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seco
     const double fpi = flops_per_iter(isa);
 #endif
     if (*iters == 0 || cal_threads[isa][dp] != threads) {
+        /* the fastest of five timings: one taken while a thread was
+         * preempted would make every later burst too short to time */
         long n = 2000;
-        double t = BURST(n);
-        while (t < 0.002) {
-            n *= 4;
-            t = BURST(n);
+        double t = 1e30;
+        for (int r = 0; r < 5 || t < 0.001; r++) {
+            if (r >= 5) n *= 4, t = 1e30;
+            const double x = BURST(n);
+            if (x < t) t = x;
         }
         *iters = (long)((double)n * (seconds / 3) / t) + 1;
         cal_threads[isa][dp] = threads;

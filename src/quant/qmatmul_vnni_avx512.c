@@ -274,6 +274,98 @@ rows_vnni_nf4x128(float *out, const gpt2c_tensor *w, const float *bias, const in
     }
 }
 
+/* Decode (one activation row): 4 outputs at a time, each row's codes read in
+ * memory order (interleaving the 4 rows' loads, to share the activations'
+ * loads, read 1.2-1.6x slower from memory: it breaks the hardware
+ * prefetchers' streams), the codes prefetched QMM_PF_BYTES ahead (a hardware
+ * prefetcher stops at each 4 KiB page; the stages' 64-row chunks are 24-96
+ * KiB), the next 4 rows' scales at the start, and the 4 sums reduced
+ * together.  reduce4 adds in the same pairs as _mm512_reduce_add_ps (256-bit
+ * halves, 128-bit halves, then [0,1] + [2,3], then 0 + 1), so each output is
+ * bit for bit that of rows_vnni*.
+ * kind: 0 q8 (64 weights a step), 1 q4 by 128, 2 nf4 by 128. */
+__attribute__((target("avx512vnni"), always_inline)) static inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2))); /* [a 256-sum, b 256-sum] */
+    const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1))); /* a, b, c, d 128-sums */
+    const __m512 y = _mm512_add_ps(x, _mm512_permute_ps(x, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m512 z = _mm512_add_ps(y, _mm512_permute_ps(y, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), z));
+}
+
+/* how far ahead of the codes being read the next ones are prefetched: 8 KiB
+ * (1-8 KiB measured alike on weights out of cache, 0 slower; one thread,
+ * bench/qmatmul_micro.c) */
+enum { QMM_PF_BYTES = 8192 };
+
+__attribute__((target("avx512vnni"), always_inline)) static inline void
+rows4_vnni_n1(float *out, const gpt2c_tensor *w, const float *bias, const int kind, int act, int o0, int o1) {
+    const int64_t IC = w->cols;
+    const int b = gpt2c_quant_block(w->fmt, w->block);
+    const int64_t nbr = IC / b, rb = kind ? IC / 2 : IC; /* scales and code bytes per row */
+    const int step = kind ? 128 : 64;
+    const __m512i low4 = _mm512_set1_epi8(15), flip = _mm512_set1_epi8((char)0x80);
+    const __m512i lanes8 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i by4 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    int8_t t[16];
+    for (int i = 0; i < 16; i++) t[i] = (int8_t)(gpt2c_nf4_code_i8[i] + 128);
+    const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+    /* the block of each 32 weights (q8, q4) or 64 (nf4), without a division in the loop */
+    int32_t blk[QMM_MAX_IC / 32];
+    const int unit = kind == 2 ? 64 : 32;
+    for (int64_t j = 0; j < IC / unit; j++) blk[j] = (int32_t)(j * unit / b);
+    const int native = b == unit; /* one scale per 32 (q8, q4) or 64 (nf4) weights */
+    for (int o = o0; o + 4 <= o1; o += 4) {
+        __m512 acc[4];
+        const uint8_t *c0 = (const uint8_t *)w->data + o * rb;
+        const float *d0 = w->scales + o * nbr;
+        /* the next 4 rows' scales (4 x nbr floats) */
+        for (int64_t s = 0; s < 4 * nbr; s += 16) _mm_prefetch((const char *)(d0 + 4 * nbr + s), _MM_HINT_T0);
+        for (int r = 0; r < 4; r++) { /* row after row: the codes are read in memory order */
+            const uint8_t *crow = c0 + r * rb;
+            const float *dw = d0 + r * nbr;
+            __m512 a = _mm512_setzero_ps();
+            for (int64_t k = 0; k < IC; k += step) {
+                const __m512i qlo = _mm512_load_si512(&aq.qa[0][k]);
+                const __m512i qhi = kind ? _mm512_load_si512(&aq.qa[0][k + 64]) : qlo;
+                const __m512 da = _mm512_load_ps(&aq.da[0][kind ? k / 8 : k / 4]);
+                const __m512 cl = _mm512_load_ps(&aq.cl[0][kind ? k / 8 : k / 4]);
+                const uint8_t *codes = crow + (kind ? k / 2 : k);
+                _mm_prefetch((const char *)codes + QMM_PF_BYTES, _MM_HINT_T0);
+                const __m512i v = _mm512_loadu_si512(codes);
+                __m512i dp;
+                __m512 dws;
+                if (kind == 0) {
+                    dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(v, flip), qlo);
+                    dws = native ? _mm512_permutexvar_ps(lanes8, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(dw + (k >> 5))))))
+                                 : _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dw[blk[k >> 5]]), _mm512_set1_ps(dw[blk[(k >> 5) + 1]]));
+                } else if (kind == 1) {
+                    const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+                    dp = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, qlo), hi, qhi);
+                    const __m128 d4 = native ? _mm_loadu_ps(dw + (k >> 5))
+                                             : _mm_setr_ps(dw[blk[k >> 5]], dw[blk[(k >> 5) + 1]], dw[blk[(k >> 5) + 2]], dw[blk[(k >> 5) + 3]]);
+                    dws = _mm512_permutexvar_ps(by4, _mm512_castps128_ps512(d4));
+                } else {
+                    const __m512i ulo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, low4));
+                    const __m512i uhi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+                    dp = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ulo, qlo), uhi, qhi);
+                    const __m128 d2 = native ? _mm_castpd_ps(_mm_load_sd((const double *)(dw + (k >> 6))))
+                                             : _mm_setr_ps(dw[blk[k >> 6]], dw[blk[(k >> 6) + 1]], 0.0f, 0.0f);
+                    dws = _mm512_permutexvar_ps(lanes8, _mm512_castps128_ps512(d2));
+                }
+                a = _mm512_fmadd_ps(dws, _mm512_fmsub_ps(_mm512_cvtepi32_ps(dp), da, cl), a);
+            }
+            acc[r] = a;
+        }
+        float s[4];
+        _mm_storeu_ps(s, reduce4(acc[0], acc[1], acc[2], acc[3]));
+        for (int r = 0; r < 4; r++) out[o + r] = qmm_epilogue(s[r], bias, o + r, act);
+    }
+}
+
 int gpt2c_qmatmul_vnni_takes(const gpt2c_tensor *w, int N) {
     if (w->cols > QMM_MAX_IC || w->cols % 64) return 0;
     /* q4 / nf4 by 128 up to 8 rows (q4 at batch 8 measured 1.35x the fp32 tile); q8 up to 3 (at batch 8: 0.6x) */
@@ -305,6 +397,16 @@ __attribute__((target("avx512vnni"))) void gpt2c_qmatmul_avx512_vnni(float *out,
     }
     /* up to 4 activation rows per pass (more spill the accumulators); with more, passes of 4 rows over 16
      * outputs at a time, so the later passes find those weights in L1 */
+    if (N == 1 && (nf4 || by128 || !q4) && o1 - o0 >= 4) { /* decode: 4 outputs at a time, the rest below */
+        const int o4 = o0 + (o1 - o0) / 4 * 4;
+        if (nf4)
+            rows4_vnni_n1(out, w, bias, 2, act, o0, o4);
+        else if (by128)
+            rows4_vnni_n1(out, w, bias, 1, act, o0, o4);
+        else
+            rows4_vnni_n1(out, w, bias, 0, act, o0, o4);
+        o0 = o4;
+    }
     const int step = N <= 4 ? o1 - o0 : 16;
     for (int a = o0; a < o1; a += step) {
         const int b = a + step < o1 ? a + step : o1;

@@ -9,6 +9,7 @@
 
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "quant/quant_arena.h"
 #include "model/model_internal.h"
 
 static gpt2c_status want_tensor(const gpt2c_st_file *f, const char *path, const char *name, gpt2c_dtype dt, int nd,
@@ -184,6 +185,7 @@ gpt2c_status gpt2c_quant_load(const gpt2c_st_file *f, const char *path, gpt2c_mo
         gpt2c_model_free(m);
         return st;
     }
+    gpt2c_qweights_pack_arena(q);
     gpt2c_quant_release_fp32(m);
     *out = m;
     return GPT2C_OK;

@@ -27,6 +27,7 @@
 #include "gpt2c/io.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "quant/quant_arena.h"
 #include "io/io_internal.h"
 #include "model/model_internal.h"
 
@@ -55,10 +56,13 @@ void gpt2c_qweights_free(gpt2c_qweights *q) {
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         if (!q->t[id]) continue;
         for (int l = 0; l < q->layers[id]; l++)
-            if (q->t[id][l].fmt != GPT2C_FMT_F32)
-                free(q->t[id][l].data), free(q->t[id][l].scales), free(q->t[id][l].aux);
+            if (q->t[id][l].fmt != GPT2C_FMT_F32) {
+                if (!q->arena) free(q->t[id][l].data), free(q->t[id][l].scales);
+                free(q->t[id][l].aux);
+            }
         free(q->t[id]);
     }
+    gpt2c_qweights_arena_free(q);
     free(q);
 }
 
@@ -146,6 +150,7 @@ gpt2c_status gpt2c_quantize_model(gpt2c_model *m, gpt2c_format f, int block, int
         gpt2c_qweights_free(q);
         return st;
     }
+    gpt2c_qweights_pack_arena(q);
     m->qw = q;
     return GPT2C_OK;
 }

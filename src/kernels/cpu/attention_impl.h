@@ -14,6 +14,7 @@
 #define ATT_FK 48 /* forward: keys per tile (a multiple of every MR) */
 #define ATT_BQ 48 /* backward: queries per block (a multiple of every MR) */
 #define ATT_BK 64 /* backward: keys per tile (a multiple of every NR) */
+#define ATT_PFW 4 /* rows of dK, dV prefetched ahead of their stores */
 
 static inline int att_up(int a, int b) { return (a + b - 1) / b * b; }
 static inline int att_min(int a, int b) { return a < b ? a : b; }
@@ -184,13 +185,32 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         float dka[bkp * hsp], dva[bkp * hsp];       /* dK / scale, dV of the tile */
         float qr[ATT_BQ * hsp], gr[ATT_BQ * hsp];   /* Q, dO block rows, zero-padded to hsp */
         float ps[ATT_BQ * ldk], ds[ATT_BQ * ldk];   /* S then P;  dP then dS */
-        float tmp[ATT_BQ * hsp], D[ATT_BQ];
+        float tmp[ATT_BQ * hsp];
         memset(ps, 0, sizeof ps); /* columns past ATT_BK stay zero: read up to bkp */
         memset(ds, 0, sizeof ds);
         memset(qr, 0, sizeof qr);
         memset(gr, 0, sizeof gr);
         if (!k_direct) memset(kr, 0, sizeof kr);
         for (int t = 0; t < T; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
+        /* D_t = dO_t . out_t of every query, once per pair (each key tile's
+         * blocks reread it), from the rows the blocks below take dO from */
+        float Dall[T];
+        for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
+            const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR);
+            const float *ga = gb + (size_t)i0 * C;
+            long ldga = C;
+            if (mq != qn || hs != hsp) {
+                att_copy_rows(gr, hsp, ga, C, qn, mq, hs);
+                ga = gr, ldga = hsp;
+            }
+            for (int r = 0; r < qn; r++) {
+                const float *g = ga + (size_t)r * ldga, *o = ob + (size_t)(i0 + r) * C;
+                float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+                for (int i = 0; i < hs; i++) d += g[i] * o[i];
+                Dall[i0 + r] = d;
+            }
+        }
         for (int j0 = 0; j0 < T; j0 += ATT_BK) {
             const int jn = att_min(T - j0, ATT_BK), mk = att_up(jn, MR);
             att_transpose(kt, ATT_BK, kb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
@@ -209,20 +229,13 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
                     att_copy_rows(gr, hsp, ga, C, qn, mq, hs);
                     qa = qr, ga = gr, ldqa = ldga = hsp;
                 }
-                for (int r = 0; r < qn; r++) {
-                    const float *g = ga + (size_t)r * ldga, *o = ob + (size_t)(i0 + r) * C;
-                    float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-                    for (int i = 0; i < hs; i++) d += g[i] * o[i];
-                    D[r] = d;
-                }
                 att_gemm(kk, mq, ATT_BK, hs, qa, ldqa, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
                 att_gemm(kk, mq, ATT_BK, hs, ga, ldga, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
                 for (int r = 0; r < mq; r++) {
                     float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
                     /* keys c < cn are seen by query i0 + r (none for padding rows) */
                     const int cn = r >= qn ? 0 : diag ? att_min(jn, i0 + r - j0 + 1) : jn;
-                    const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? D[r] : 0.0f;
+                    const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? Dall[i0 + r] : 0.0f;
 #pragma omp simd
                     for (int c = 0; c < ATT_BK; c++) {
                         const float pc = c < cn ? vexp(p[c] * scale - L) : 0.0f;
@@ -244,6 +257,9 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
             for (int c = 0; c < jn; c++) {
                 float *dk = dkb + (size_t)(j0 + c) * C3, *dv = dvb + (size_t)(j0 + c) * C3;
                 const float *ka = dka + (size_t)c * hsp, *va = dva + (size_t)c * hsp;
+                if (c + ATT_PFW < jn) /* rows C3 apart: the prefetchers do not follow */
+                    for (int i = 0; i < hs; i += 16)
+                        __builtin_prefetch(dk + (size_t)ATT_PFW * C3 + i, 1), __builtin_prefetch(dv + (size_t)ATT_PFW * C3 + i, 1);
 #pragma omp simd
                 for (int i = 0; i < hs; i++) {
                     dk[i] = ka[i] * scale;

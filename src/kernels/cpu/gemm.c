@@ -4,7 +4,9 @@
  *   C is cut into units of <= mc rows x <= nc columns (from this core's L2:
  *   see gpt2c_cpu_gemm_fp32_blocking; they never change results); threads take
  *   whole units (no barriers, no shared buffers).  In a unit, for each K
- *   block of GEMM_KC (in order: this alone fixes the summation order):
+ *   block of kc (in order; each element's sum runs over k in order across
+ *   the blocks, C stored and reloaded exactly between them, so kc does not
+ *   change results either):
  *     B: used in place when its rows are contiguous (dinp: W, dweight: inp);
  *        packed into NR-column panels (per-thread buffer, in L2) when it is
  *        W^T (forward), with the ISA's in-register transpose;
@@ -16,6 +18,7 @@
  *   their C tile goes through a small buffer, so kernels stay full-size.
  *   Bias is folded into the first K block (accumulators start at bias). */
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +26,8 @@
 #include "kernels/cpu/gemm.h"
 
 #define MC_LIMIT 1536 /* bounds of the per-CPU blocking (fp32_blocking) */
+#define KC_MIN 64
+#define KC_LIMIT 2048
 #define NC_LIMIT 2048
 #define MR_MAX 8
 /* B is read in place only when its rows are close: a K block of rows further
@@ -87,8 +92,8 @@ static void pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr,
 
 /* Per-thread pack buffers, grown when the blocking asks for more (kept: no
  * allocation in later steps). */
-static _Thread_local float *tl_bbuf, *tl_abuf;
-static _Thread_local size_t tl_bcap, tl_acap;
+static _Thread_local float *tl_bbuf, *tl_abuf, *tl_apan;
+static _Thread_local size_t tl_bcap, tl_acap, tl_apcap;
 static float *grow(float **buf, size_t *cap, size_t n) {
     if (*cap >= n) return *buf;
     free(*buf);
@@ -116,30 +121,63 @@ static void pack_a_cols(float *dst, const float *A, long csa, int ic, int mb, in
     }
 }
 
-static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb, int K, const float *A, long rsa,
+/* One NR-column panel of B into dst (the ISA's transpose for B = W^T). */
+static void pack_b_any(const gemm_isa_kernel *kk, float *dst, const float *B, long rsb, long csb, int n0, int nb, int k0,
+                       int kc) {
+    if (csb != 1 && kk->pack_bt)
+        kk->pack_bt(dst, B + (size_t)n0 * csb + (size_t)k0 * rsb, csb, nb, kc, kk->nr);
+    else
+        pack_b_panel(dst, B, rsb, csb, n0, nb, k0, kc, kk->nr);
+}
+
+/* The cache lines of a block of B as runs (stride bytes apart, len bytes
+ * each), walked a few at a time to prefetch them into L2. */
+typedef struct {
+    const char *base;
+    long stride;
+    int runs, len, run, off;
+} line_walk;
+
+static inline void walk_prefetch(line_walk *w, int lines) {
+    for (; lines > 0 && w->run < w->runs; lines--) {
+        const uintptr_t a = (uintptr_t)(w->base + (size_t)w->run * w->stride);
+        const int nl = (int)(((a & 63) + (uintptr_t)w->len + 63) / 64); /* lines the run touches */
+        __builtin_prefetch((const void *)((a & ~(uintptr_t)63) + (size_t)w->off * 64), 0, 2);
+        if (++w->off >= nl) w->run++, w->off = 0;
+    }
+}
+
+static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc, int nb, int K, const float *A, long rsa,
                       long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
-                      int accumulate, float *bbuf, float *abuf) {
+                      int accumulate, float *bbuf, float *abuf, float *apan) {
     const int MR = kk->mr, NR = kk->nr;
     const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, a_strided = rsa == 1 || csa == 1, pack_a = rsa == 1 && csa != 1;
-    float apan[MR_MAX * GEMM_KC] __attribute__((aligned(64)));
-    for (int pc = 0; pc < K; pc += GEMM_KC) {
-        const int kc = K - pc < GEMM_KC ? K - pc : GEMM_KC;
+    for (int pc = 0; pc < K; pc += kcb) {
+        const int kc = K - pc < kcb ? K - pc : kcb;
         const int load_c = accumulate || pc > 0;
         if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
-        if (!direct_b) /* pack this unit's panels (for B = W^T: the transpose) */
-            for (int jr = 0; jr < nb; jr += NR) {
-                const int nr = nb - jr < NR ? nb - jr : NR;
-                if (csb != 1 && kk->pack_bt)
-                    kk->pack_bt(bbuf + (size_t)jr * kc, B + (size_t)(jc + jr) * csb + (size_t)pc * rsb, csb, nr, kc, NR);
-                else
-                    pack_b_panel(bbuf + (size_t)jr * kc, B, rsb, csb, jc + jr, nr, pc, kc, NR);
-            }
+        /* A packed B (for B = W^T: the transpose) is packed panel by panel, each
+         * just before its tiles, while the next panel's source is prefetched
+         * into L2 across them (packing the unit's whole block first streamed
+         * it from memory with the core idle, then read it back from L3) */
+        if (!direct_b) pack_b_any(kk, bbuf, B, rsb, csb, jc, nb < NR ? nb : NR, pc, kc);
+        const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
-            const int nr = nb - jr < NR ? nb - jr : NR;
+            const int nr = nb - jr < NR ? nb - jr : NR, nnext = nb - jr - NR < NR ? nb - jr - NR : NR;
+            line_walk next = {0, 0, 0, 0, 0, 0};
+            int per = 0;
+            if (!direct_b && nnext > 0) {
+                if (csb != 1) /* columns of W^T: rows of W, contiguous in k */
+                    next = (line_walk){(const char *)(B + (size_t)(jc + jr + NR) * csb + (size_t)pc * rsb), csb * 4, nnext, kc * 4, 0, 0};
+                else /* rows of B, far apart */
+                    next = (line_walk){(const char *)(B + (size_t)pc * rsb + jc + jr + NR), rsb * 4, kc, nnext * 4, 0, 0};
+                if (csb != 1 && rsb != 1) next.runs = 0; /* neither contiguous: not prefetched */
+                per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
+            }
             const float *bp;
             long ldb;
             if (!direct_b) {
-                bp = bbuf + (size_t)jr * kc;
+                bp = bbuf;
                 ldb = NR;
             } else if (nr == NR) {
                 bp = B + (size_t)pc * rsb + jc + jr;
@@ -151,6 +189,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb,
             }
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
             for (int ir = 0; ir < mb; ir += MR) {
+                if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
                 const float *a = A + (size_t)(ic + ir) * rsa + (size_t)pc * csa;
                 long ars = rsa, acs = csa;
@@ -179,6 +218,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int ic, int mb, int jc, int nb,
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
+            if (!direct_b && nnext > 0) pack_b_any(kk, bbuf, B, rsb, csb, jc + jr + NR, nnext, pc, kc);
         }
     }
 }
@@ -201,9 +241,14 @@ static int round_up(int a, int b) { return ceil_div(a, b) * b; }
  * K block (mc x GEMM_KC fp32, read once per B panel) in 3/8 of L2 and a
  * packed B block (GEMM_KC x nc) in half of it: 1 MiB L2 (Zen 4/5) gives
  * mc 384, nc 512 (the values tuned on Zen 4), 2 MiB (Sapphire Rapids) 768
- * and 1024.  Only K's blocking (GEMM_KC) sets the summation order, so these
- * change speed, never results.  Multiples of every MR (12) and NR (64). */
-static int g_mc, g_nc;
+ * and 1024.  The blocking (these and kc) changes speed, never results.  Multiples of every MR (12) and NR (64). */
+static int g_mc, g_nc, g_kc = GEMM_KC;
+
+int gpt2c_cpu_gemm_fp32_kc(void) { return g_kc; }
+int gpt2c_cpu_gemm_fp32_set_kc(int kc) {
+    g_kc = round_up(kc < KC_MIN ? KC_MIN : kc > KC_LIMIT ? KC_LIMIT : kc, 16);
+    return g_kc;
+}
 
 void gpt2c_cpu_gemm_fp32_set_blocking(int *mc, int *nc) {
     const int m = round_up(*mc < 96 ? 96 : *mc > MC_LIMIT ? MC_LIMIT : *mc, 12);
@@ -216,6 +261,7 @@ void gpt2c_cpu_gemm_fp32_blocking_from_caches(int *mc, int *nc) {
     const long l2 = gpt2c_cpu_caches()->l2 > 0 ? gpt2c_cpu_caches()->l2 : 1 << 20;
     *mc = (int)(l2 * 3 / 8 / (GEMM_KC * (long)sizeof(float))) / 12 * 12;
     *nc = (int)(l2 / 2 / (GEMM_KC * (long)sizeof(float))) / 64 * 64;
+    g_kc = GEMM_KC;
     gpt2c_cpu_gemm_fp32_set_blocking(mc, nc);
 }
 
@@ -243,6 +289,7 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
     const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, packs_a = rsa == 1 && csa != 1;
     int mc_max, nc_max;
     gpt2c_cpu_gemm_fp32_blocking(&mc_max, &nc_max);
+    const int kcb = g_kc;
     int cg = direct_b ? 1 : ceil_div(N, nc_max), rc = ceil_div(M, mc_max);
     if (nth > 1 && (cg * rc) % nth) { /* e.g. the LM head: 25 units on 2 threads ran 13 + 12 */
         const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
@@ -262,9 +309,10 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
         /* sized by this call's units (the blocking may be retuned between calls) */
-        float *bb = grow(&tl_bbuf, &tl_bcap, (size_t)GEMM_KC * (direct_b ? NR : NCU)), *ab = grow(&tl_abuf, &tl_acap, (size_t)GEMM_KC * MCU);
-        if (bb && ab)
-            gemm_unit(kk, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, bb, ab);
+        float *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kcb * NR), *ab = grow(&tl_abuf, &tl_acap, (size_t)kcb * MCU);
+        float *ap = grow(&tl_apan, &tl_apcap, (size_t)kcb * MR_MAX);
+        if (bb && ab && ap)
+            gemm_unit(kk, kcb, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, bb, ab, ap);
         else
             gemm_naive(ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate);
     }

@@ -9,8 +9,9 @@
  *   dweight  dW(OC,IC) += dout^T inp    : A = dout^T (rs 1, cs OC), B = inp (rs IC, cs 1)
  *
  * Determinism: every element of C is summed over K in the same fixed order
- * (K blocks of GEMM_KC, in order, each by one micro-kernel call) whatever the
- * number of threads; threads split C into tiles. */
+ * (bias or C, then one FMA per k, k in order: K blocks in order, each by one
+ * micro-kernel call, C stored and reloaded exactly between blocks) whatever
+ * the number of threads and the blocking; threads split C into tiles. */
 #ifndef GPT2C_CPU_GEMM_H
 #define GPT2C_CPU_GEMM_H
 
@@ -18,7 +19,7 @@
 
 #include "gpt2c/cpu.h"
 
-#define GEMM_KC 256 /* K block: fixed, it sets the summation order */
+#define GEMM_KC 256 /* the default K block (tunable: it does not change the sums, see above) */
 
 /* A micro-kernel: C tile (MR,NR) [ldc] = (load_c ? C : bias ? bias : 0) + A B over k < K.
  * A is read in place by strides: element (r,k) at a[r*rsa + k*csa], where
@@ -49,8 +50,12 @@ const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa);
 
 /* Rows (mc) and columns (nc) per unit: first from this core's L2 (CPUID),
  * then, at the first top-level GEMM, from a short autotune cached per CPU
- * signature (gemm_tune.c; GPT2C_GEMM_AUTOTUNE=0 keeps the L2 guess).  They
- * change speed only: GEMM_KC alone sets the order of sums. */
+ * signature (gemm_tune.c; GPT2C_GEMM_AUTOTUNE=0 keeps the L2 guess), as is
+ * the K block kc (GEMM_KC until tuned: fewer C reloads per FLOP with a
+ * longer one).  They change speed only, never the sums. */
+int gpt2c_cpu_gemm_fp32_kc(void);
+/* Sets kc (clamped to 64..2048, rounded up to a multiple of 16); returns it. */
+int gpt2c_cpu_gemm_fp32_set_kc(int kc);
 void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc);
 /* Sets mc, nc (rounded and clamped to valid values, written back). */
 void gpt2c_cpu_gemm_fp32_set_blocking(int *mc, int *nc);

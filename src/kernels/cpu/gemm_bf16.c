@@ -216,7 +216,9 @@ static _Thread_local size_t tl_acap, tl_bcap;
  * with its workers for that call; kept between calls, at most PREPACK_MAX). */
 static _Thread_local uint32_t *tl_pabuf, *tl_pbbuf;
 static _Thread_local size_t tl_pacap, tl_pbcap;
-#define PREPACK_MAX ((size_t)16 << 20) /* bytes per operand */
+static size_t g_prepack_max = (size_t)16 << 20; /* bytes per operand */
+#define PREPACK_MAX g_prepack_max
+void gpt2c_cpu_gemm_bf16_set_prepack_max(size_t bytes) { g_prepack_max = bytes ? bytes : (size_t)16 << 20; }
 
 static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
     if (*cap >= words) return *buf;
@@ -233,6 +235,36 @@ typedef struct {
     size_t stride;
 } prepacked;
 
+/* Walks the cache lines of an operand's source block (element (i,k) at
+ * p[i*si + k*sk], i in [i0, i0+n), k in [k0, k0+kc)) as a list of runs
+ * (rows of k when sk == 1, else rows of i), to prefetch it into L2 a few
+ * lines at a time while the micro-kernels compute. */
+typedef struct {
+    const char *base;
+    long stride;   /* bytes between runs */
+    int runs, len; /* runs, bytes per run */
+    int run, off;  /* cursor */
+} line_walk;
+
+static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, int n, int k0, int kc) {
+    const int esz = o->fmt == GPT2C_FMT_BF16 ? 2 : 4;
+    line_walk w = {0, 0, 0, 0, 0, 0};
+    if (n <= 0 || kc <= 0) return w;
+    w.base = (const char *)o->p + ((size_t)i0 * si + (size_t)k0 * sk) * esz;
+    if (sk == 1) w.stride = si * esz, w.runs = n, w.len = kc * esz;
+    else if (si == 1) w.stride = sk * esz, w.runs = kc, w.len = n * esz;
+    return w; /* other strides: nothing (runs 0) */
+}
+
+static inline void walk_prefetch(line_walk *w, int lines) {
+    for (; lines > 0 && w->run < w->runs; lines--) {
+        const uintptr_t a = (uintptr_t)(w->base + (size_t)w->run * w->stride);
+        const int nl = (int)(((a & 63) + (uintptr_t)w->len + 63) / 64); /* lines the run touches */
+        __builtin_prefetch((const void *)((a & ~(uintptr_t)63) + (size_t)w->off * 64), 0, 2);
+        if (++w->off >= nl) w->run++, w->off = 0;
+    }
+}
+
 static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
                       const gemm_operand *A, const gemm_operand *B, float *C, long ldc, const float *bias,
                       int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa, prepacked pb) {
@@ -244,12 +276,24 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         if (pa.p) abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kp;
         else pack_block(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
         if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kp;
-        else pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb, pc, kc);
+        /* else B is packed panel by panel into bbuf0, each just before its
+         * tiles, while the next panel's source is prefetched into L2 across
+         * them (packing the whole block first streamed it from memory with
+         * the cores idle, then read it back from L3) */
+        line_walk next = {0, 0, 0, 0, 0, 0};
+        if (!pb.p) pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc, kc);
+        const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
-            const uint32_t *bp = bbuf + (size_t)jr * kp;
+            const uint32_t *bp = pb.p ? bbuf + (size_t)jr * kp : bbuf0;
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
+            int per = 0;
+            if (!pb.p && jr + NR < nb) {
+                next = walk_block(B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
+                per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
+            }
             for (int ir = 0; ir < mb; ir += MR) {
+                if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
                 const uint32_t *ap = abuf + (size_t)ir * kp;
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
@@ -271,6 +315,8 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
+            if (!pb.p && jr + NR < nb) /* the next panel, its source now in L2 */
+                pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
         }
     }
 }
@@ -322,6 +368,27 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
      * dweight was packed once per 384 rows of dW) is packed once, by all
      * threads, before the units run. */
     const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
+    /* An operand to pack once that is too large for it (A of the LM head's
+     * dinp: B*T x 50304): the GEMM runs as a sequence of GEMMs over slices
+     * of K (whole K blocks, even: pairs stay whole) whose packed operand
+     * fits, accumulating into C, which is stored and reloaded exactly between
+     * them (the same sums; each unit packing all of A again cost ~10%). */
+    const size_t ablk = (size_t)kpmax * Mp * 4, bblk = (size_t)kpmax * Np * 4;
+    const int big_a = cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
+    if ((big_a || big_b) && nblk > 1) {
+        const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
+        const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
+        if (sb < nblk) {
+            const size_t ea = A.fmt == GPT2C_FMT_BF16 ? 2 : 4, eb = B.fmt == GPT2C_FMT_BF16 ? 2 : 4;
+            for (int k0 = 0; k0 < K; k0 += ks) {
+                gemm_operand a = A, b = B;
+                a.p = (const char *)A.p + (size_t)k0 * A.cs * ea;
+                b.p = (const char *)B.p + (size_t)k0 * B.rs * eb;
+                gpt2c_cpu_gemm_bf16_with(kk, M, N, K - k0 < ks ? K - k0 : ks, a, b, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
+            }
+            return;
+        }
+    }
     prepacked pa = {NULL, (size_t)kpmax * Mp}, pb = {NULL, (size_t)kpmax * Np};
     uint32_t *pab = NULL, *pbb = NULL;
     if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);

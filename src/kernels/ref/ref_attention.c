@@ -85,3 +85,14 @@ void gpt2c_ref_attention_backward(float *dqkv, float *scratch, const float *dout
                 }
             }
 }
+
+/* bf16 precision: ref has no bf16 attention of its own; it runs the fp32 one
+ * (the cpu backend's rounds the products' operands to bf16). */
+void gpt2c_ref_attention_forward_bf16(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
+    gpt2c_ref_attention_forward(out, state, qkv, B, T, C, NH);
+}
+
+void gpt2c_ref_attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
+                                       const float *state, int B, int T, int C, int NH) {
+    gpt2c_ref_attention_backward(dqkv, scratch, dout, qkv, out, state, B, T, C, NH);
+}
