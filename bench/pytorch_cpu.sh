@@ -11,7 +11,7 @@
 #   THREADS (default 2)  threads of both (torch.set_num_threads, --threads)
 #   SEQ (default 64)     T
 #   VARIANTS             replaces the list: lines "label|ENV=V ...|script args"
-# The tuned variants compile (torch.compile) in their warm-up step: 1-2.5
+# The compiled variants (tuned bf16 is one) compile in their warm-up step: 1-2.5
 # minutes on 2 cores the first time, ~15 s once inductor's disk cache has them.
 set -euo pipefail
 G=${1:-build/gpt2c}
@@ -25,8 +25,8 @@ python3 -c "import torch; print('torch', torch.__version__)"
 uptime
 DEFAULT="plain fp32||--recipe plain --precision fp32
 plain fp32, oneDNN linears||--recipe plain --precision fp32 --linear onednn
-plain fp32, MKL Intel path||--recipe plain --precision fp32 --mkl-amd on
-tuned fp32 (MKL Intel path, compiled)||--precision fp32
+tuned fp32 (MKL Intel path)||--precision fp32
+tuned fp32 + torch.compile||--precision fp32 --compile default
 plain bf16||--recipe plain --precision bf16
 tuned bf16 (compiled)||--precision bf16"
 V=${VARIANTS:-$DEFAULT}
