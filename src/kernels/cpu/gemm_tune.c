@@ -191,6 +191,7 @@ typedef struct {
     double t[TUNE_MAX];
     int n;
     double gflop;
+    int slow; /* one timing took over 0.25 s (a sanitizer build, a tiny CPU): no second phase, no re-time */
 } tune_state;
 
 /* Times candidate b (after rounding) unless it was timed already; returns its index. */
@@ -217,7 +218,7 @@ static int tune_best(const tune_state *s, int skip) {
 static gemm_bf16_blocking tune_finish(tune_state *s, double *gflops) {
     const int w[2] = {tune_best(s, -1), tune_best(s, tune_best(s, -1))};
     double med[2] = {s->t[w[0]], 1e30}, v[2][TUNE_RETIME + 1];
-    if (w[1] >= 0) {
+    if (w[1] >= 0 && !s->slow) {
         v[0][0] = s->t[w[0]], v[1][0] = s->t[w[1]];
         for (int r = 1; r <= TUNE_RETIME; r++)
             for (int j = 0; j < 2; j++) {
@@ -265,7 +266,7 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *f
      * so that A's block keeps the guess's bytes (in half of L2), x1/2, x2;
      * 2. columns x {1/2, 2} around the best; at most ~3 s; then the re-time. */
     static const int kmul[] = {4, 6, 8, 12, 24, 3}, mmul[] = {2, 1, 4};
-    time_layers(1, isa, &td, &s->gflop); /* warm-up */
+    s->slow = time_layers(1, isa, &td, &s->gflop) > 0.25; /* warm-up */
     const uint64_t t_start = gpt2c_now_ns();
     for (size_t a = 0; a < sizeof kmul / sizeof kmul[0]; a++)
         for (size_t m = 0; m < 3 && (double)(gpt2c_now_ns() - t_start) < 2.5e9; m++) {
@@ -273,8 +274,10 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *f
             tune_try(s, (gemm_bf16_blocking){kc, (int)((long)guess.mc * guess.kc / kc * mmul[m] / 2), guess.nc});
         }
     const gemm_bf16_blocking b1 = s->c[tune_best(s, -1)];
-    tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
-    tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
+    if (!s->slow) {
+        tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
+        tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
+    }
     gemm_bf16_blocking best = tune_finish(s, gflops);
     free(s);
     g_tuning = 0;
@@ -314,15 +317,17 @@ void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, in
      * that a packed B block does (half of L2); 2. columns x {1/2, 2, 4}
      * around the best; at most ~2 s; then the re-time. */
     static const int kmul[] = {1, 2, 3}, mmul[] = {2, 1, 4};
-    time_layers(0, isa, &td, &s->gflop); /* warm-up */
+    s->slow = time_layers(0, isa, &td, &s->gflop) > 0.25; /* warm-up */
     const uint64_t t_start = gpt2c_now_ns();
     for (size_t a = 0; a < 3; a++)
         for (size_t m = 0; m < 3 && (double)(gpt2c_now_ns() - t_start) < 1.5e9; m++)
             tune_try(s, (gemm_bf16_blocking){GEMM_KC * kmul[a], gm * mmul[m] / 2 / kmul[a], gn / kmul[a]});
     const gemm_bf16_blocking b1 = s->c[tune_best(s, -1)];
-    tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
-    tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
-    tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 4});
+    if (!s->slow) {
+        tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
+        tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
+        tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 4});
+    }
     b = tune_finish(s, gflops);
     free(s);
     g_tuning32 = 0;
