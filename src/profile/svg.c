@@ -57,6 +57,14 @@ static int overlap(const box *a, const box *b) {
     return a->x < b->x + b->w && b->x < a->x + a->w && a->y < b->y + b->h && b->y < a->y + a->h;
 }
 
+/* Box c lies inside the plot (x0..x1, y_top..y_bottom) and clear of every placed box. */
+static int label_fits(const box *c, const box *placed, int nplaced, double x0, double x1, double y_top, double y_bottom) {
+    if (c->x < x0 + 1 || c->x + c->w > x1 - 1 || c->y < y_top + 1 || c->y + c->h > y_bottom - 1) return 0;
+    for (int j = 0; j < nplaced; j++)
+        if (overlap(c, &placed[j])) return 0;
+    return 1;
+}
+
 void gpt2c_prof_svg_top_ops(gpt2c_profile_session *s, sbuf *b) {
     gv r[GPT2C_OP_COUNT];
     int n = 0;
@@ -193,22 +201,26 @@ void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
         const char *name = gpt2c_op_name((gpt2c_op)o);
         double w = 6.0 * (double)strlen(name) + 2, h = 12; /* 10 px sans-serif: under 6 px a character */
         box lb = {px + 8, py - 6, w, h};
-        for (int tries = 0; tries < 64; tries++) {
+        int found = 0;
+        for (int tries = 0; tries < 64 && !found; tries++) {
             int side = tries / 32, k = tries % 32; /* right, then left; offsets 0, -13, +13, -26, ... */
             double dy = (k % 2 ? -1 : 1) * 13.0 * ((k + 1) / 2);
             box c = {side ? px - 8 - w : px + 8, py - 6 + dy, w, h};
-            if (c.x < X0 + 1 || c.x + c.w > X1 - 1 || c.y < Y1 + 1 || c.y + c.h > Y0 - 1) continue;
-            int free_ = 1;
-            for (int j = 0; j < nplaced && free_; j++) free_ = !overlap(&c, &placed[j]);
-            if (free_) {
-                lb = c;
-                break;
-            }
+            if (label_fits(&c, placed, nplaced, X0, X1, Y1, Y0)) lb = c, found = 1;
         }
+        /* a crowded neighbourhood: the free box on a grid over the whole plot
+         * nearest to the point (a crowd of points can fill both sides) */
+        double best_d = 1e30;
+        for (double gy = Y1 + 2; !found && gy + h < Y0 - 1; gy += 13)
+            for (double gx = X0 + 2; gx + w < X1 - 1; gx += 10) {
+                box c = {gx, gy, w, h};
+                double d = (gx - px) * (gx - px) + (gy - py) * (gy - py);
+                if (d < best_d && label_fits(&c, placed, nplaced, X0, X1, Y1, Y0)) lb = c, best_d = d;
+            }
         placed[nplaced++] = lb;
         gpt2c_sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>", px, py, COLORS[lt]);
         double ty = lb.y + 9.5, tx = lb.x + 1;
-        if (fabs(lb.y - (py - 6)) > 0.5 || lb.x < px) /* moved: a leader line to its point */
+        if (fabs(lb.y - (py - 6)) > 0.5 || fabs(lb.x - (px + 8)) > 0.5) /* moved: a leader line to its point */
             gpt2c_sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.7\"/>", px,
                       py, lb.x < px ? lb.x + lb.w : lb.x, lb.y + h / 2);
         gpt2c_sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", tx, ty, name);
