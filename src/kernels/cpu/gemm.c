@@ -130,23 +130,6 @@ static void pack_b_any(const gemm_isa_kernel *kk, float *dst, const float *B, lo
         pack_b_panel(dst, B, rsb, csb, n0, nb, k0, kc, kk->nr);
 }
 
-/* The cache lines of a block of B as runs (stride bytes apart, len bytes
- * each), walked a few at a time to prefetch them into L2. */
-typedef struct {
-    const char *base;
-    long stride;
-    int runs, len, run, off;
-} line_walk;
-
-static inline void walk_prefetch(line_walk *w, int lines) {
-    for (; lines > 0 && w->run < w->runs; lines--) {
-        const uintptr_t a = (uintptr_t)(w->base + (size_t)w->run * w->stride);
-        const int nl = (int)(((a & 63) + (uintptr_t)w->len + 63) / 64); /* lines the run touches */
-        __builtin_prefetch((const void *)((a & ~(uintptr_t)63) + (size_t)w->off * 64), 0, 2);
-        if (++w->off >= nl) w->run++, w->off = 0;
-    }
-}
-
 static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc, int nb, int K, const float *A, long rsa,
                       long csa, const float *B, long rsb, long csb, float *C, long ldc, const float *bias,
                       int accumulate, float *bbuf, float *abuf, float *apan) {

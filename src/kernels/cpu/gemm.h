@@ -16,6 +16,7 @@
 #define GPT2C_CPU_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpt2c/cpu.h"
 
@@ -76,5 +77,24 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
  *   GEMM_DW:   C = dW (OC,IC)  += dout^T X          (A = dout, B = X) */
 typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW } gemm_linear_op;
 void gpt2c_cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
+
+/* The cache lines of a block of an operand as a list of runs (stride bytes
+ * apart, len bytes each), walked a few lines at a time to prefetch them into
+ * L2 while the micro-kernels compute (the fp32 and bf16 GEMMs). */
+typedef struct {
+    const char *base;
+    long stride;   /* bytes between runs */
+    int runs, len; /* runs, bytes per run */
+    int run, off;  /* cursor */
+} line_walk;
+
+static inline void walk_prefetch(line_walk *w, int lines) {
+    for (; lines > 0 && w->run < w->runs; lines--) {
+        const uintptr_t a = (uintptr_t)(w->base + (size_t)w->run * w->stride);
+        const int nl = (int)(((a & 63) + (uintptr_t)w->len + 63) / 64); /* lines the run touches */
+        __builtin_prefetch((const void *)((a & ~(uintptr_t)63) + (size_t)w->off * 64), 0, 2);
+        if (++w->off >= nl) w->run++, w->off = 0;
+    }
+}
 
 #endif

@@ -239,13 +239,6 @@ typedef struct {
  * p[i*si + k*sk], i in [i0, i0+n), k in [k0, k0+kc)) as a list of runs
  * (rows of k when sk == 1, else rows of i), to prefetch it into L2 a few
  * lines at a time while the micro-kernels compute. */
-typedef struct {
-    const char *base;
-    long stride;   /* bytes between runs */
-    int runs, len; /* runs, bytes per run */
-    int run, off;  /* cursor */
-} line_walk;
-
 static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, int n, int k0, int kc) {
     const int esz = o->fmt == GPT2C_FMT_BF16 ? 2 : 4;
     line_walk w = {0, 0, 0, 0, 0, 0};
@@ -254,15 +247,6 @@ static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, in
     if (sk == 1) w.stride = si * esz, w.runs = n, w.len = kc * esz;
     else if (si == 1) w.stride = sk * esz, w.runs = kc, w.len = n * esz;
     return w; /* other strides: nothing (runs 0) */
-}
-
-static inline void walk_prefetch(line_walk *w, int lines) {
-    for (; lines > 0 && w->run < w->runs; lines--) {
-        const uintptr_t a = (uintptr_t)(w->base + (size_t)w->run * w->stride);
-        const int nl = (int)(((a & 63) + (uintptr_t)w->len + 63) / 64); /* lines the run touches */
-        __builtin_prefetch((const void *)((a & ~(uintptr_t)63) + (size_t)w->off * 64), 0, 2);
-        if (++w->off >= nl) w->run++, w->off = 0;
-    }
 }
 
 static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
