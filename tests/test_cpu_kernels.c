@@ -117,28 +117,49 @@ static void test_layernorm(int N, int C) {
     for (int t = 0; t < 2; t++) free(o[t]), free(res[t]), free(m[t]), free(s[t]), free(dx[t]), free(dw[t]), free(db[t]), free(o2[t]);
 }
 
+/* One attention case: random q, k, v and dout, ref's outputs (the oracle),
+ * and runs of the cpu backend's fp32 or bf16 attention. */
+typedef struct {
+    int B, T, C, NH;
+    size_t nq, no;
+    float *qkv, *dout, *out_r, *dq_r;
+} att_case;
+
+static att_case att_case_new(int B, int T, int C, int NH, uint64_t seed) {
+    att_case a = {B, T, C, NH, (size_t)B * T * 3 * C, (size_t)B * T * C, NULL, NULL, NULL, NULL};
+    a.qkv = rnd(a.nq, seed, 2), a.dout = rnd(a.no, seed + 1, 1);
+    float *st = malloc(4 * REF->attention_state_floats(B, T, NH)), *sc = malloc(4 * REF->attention_scratch_floats(B, T, NH));
+    a.out_r = malloc(4 * a.no), a.dq_r = malloc(4 * a.nq);
+    REF->attention_forward(a.out_r, st, a.qkv, B, T, C, NH);
+    REF->attention_backward(a.dq_r, sc, a.dout, a.qkv, a.out_r, st, B, T, C, NH);
+    free(st), free(sc);
+    return a;
+}
+
+/* the cpu attention (bf16: its bf16 precision ops) on `threads` threads, forward then backward */
+static void att_run(const att_case *a, int bf16, int threads, float **out, float **dq) {
+    gpt2c_set_threads(threads);
+    float *st = malloc(4 * CPU->attention_state_floats(a->B, a->T, a->NH));
+    float *sc = malloc(4 * CPU->attention_scratch_floats(a->B, a->T, a->NH));
+    *out = malloc(4 * a->no), *dq = malloc(4 * a->nq);
+    (bf16 ? CPU->attention_forward_bf16 : CPU->attention_forward)(*out, st, a->qkv, a->B, a->T, a->C, a->NH);
+    (bf16 ? CPU->attention_backward_bf16 : CPU->attention_backward)(*dq, sc, a->dout, a->qkv, *out, st, a->B, a->T, a->C,
+                                                                     a->NH);
+    free(st), free(sc);
+}
+
+static void att_case_free(att_case *a) { free(a->qkv), free(a->dout), free(a->out_r), free(a->dq_r); }
+
 static void test_attention(int B, int T, int C, int NH) {
     char what[80];
-    const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
-    float *qkv = rnd(nq, 21, 2), *dout = rnd(no, 22, 1);
-    float *st_r = malloc(4 * REF->attention_state_floats(B, T, NH)), *sc_r = malloc(4 * REF->attention_scratch_floats(B, T, NH));
-    float *out_r = malloc(4 * no), *dq_r = malloc(4 * nq);
-    REF->attention_forward(out_r, st_r, qkv, B, T, C, NH);
-    REF->attention_backward(dq_r, sc_r, dout, qkv, out_r, st_r, B, T, C, NH);
+    att_case a = att_case_new(B, T, C, NH, 21);
     float *out[2], *dq[2];
-    for (int t = 0; t < 2; t++) {
-        gpt2c_set_threads(t + 1);
-        float *st = malloc(4 * CPU->attention_state_floats(B, T, NH)), *sc = malloc(4 * CPU->attention_scratch_floats(B, T, NH));
-        out[t] = malloc(4 * no), dq[t] = malloc(4 * nq);
-        CPU->attention_forward(out[t], st, qkv, B, T, C, NH);
-        CPU->attention_backward(dq[t], sc, dout, qkv, out[t], st, B, T, C, NH);
-        free(st), free(sc);
-    }
+    for (int t = 0; t < 2; t++) att_run(&a, 0, t + 1, &out[t], &dq[t]);
     snprintf(what, sizeof what, "attention fwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
-    check(what, out[0], out[1], out_r, no, 4e-6 * (4 + sqrt((double)T)));
+    check(what, out[0], out[1], a.out_r, a.no, 4e-6 * (4 + sqrt((double)T)));
     snprintf(what, sizeof what, "attention bwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
-    check(what, dq[0], dq[1], dq_r, nq, 1e-5 * (4 + sqrt((double)T)));
-    free(qkv), free(dout), free(st_r), free(sc_r), free(out_r), free(dq_r);
+    check(what, dq[0], dq[1], a.dq_r, a.nq, 1e-5 * (4 + sqrt((double)T)));
+    att_case_free(&a);
     for (int t = 0; t < 2; t++) free(out[t]), free(dq[t]);
 }
 
@@ -155,31 +176,20 @@ static double max_rel(const float *a, const float *r, size_t n) {
 }
 
 static void test_attention_bf16(int B, int T, int C, int NH) {
-    const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
-    float *qkv = rnd(nq, 31, 2), *dout = rnd(no, 32, 1);
-    float *st_r = malloc(4 * REF->attention_state_floats(B, T, NH)), *sc_r = malloc(4 * REF->attention_scratch_floats(B, T, NH));
-    float *out_r = malloc(4 * no), *dq_r = malloc(4 * nq);
-    REF->attention_forward(out_r, st_r, qkv, B, T, C, NH);
-    REF->attention_backward(dq_r, sc_r, dout, qkv, out_r, st_r, B, T, C, NH);
+    att_case a = att_case_new(B, T, C, NH, 31);
+    const size_t nq = a.nq, no = a.no;
     float *out[3], *dq[3];
-    for (int t = 0; t < 3; t++) { /* bf16 on 1 and 2 threads, then the fp32 path */
-        gpt2c_set_threads(t == 1 ? 2 : 1);
-        float *st = malloc(4 * CPU->attention_state_floats(B, T, NH)), *sc = malloc(4 * CPU->attention_scratch_floats(B, T, NH));
-        out[t] = malloc(4 * no), dq[t] = malloc(4 * nq);
-        (t < 2 ? CPU->attention_forward_bf16 : CPU->attention_forward)(out[t], st, qkv, B, T, C, NH);
-        (t < 2 ? CPU->attention_backward_bf16 : CPU->attention_backward)(dq[t], sc, dout, qkv, out[t], st, B, T, C, NH);
-        free(st), free(sc);
-    }
-    const double eo = max_rel(out[0], out_r, no), ed = max_rel(dq[0], dq_r, nq);
+    for (int t = 0; t < 3; t++) att_run(&a, t < 2, t == 1 ? 2 : 1, &out[t], &dq[t]); /* bf16 on 1 and 2 threads, then fp32 */
+    const double eo = max_rel(out[0], a.out_r, no), ed = max_rel(dq[0], a.dq_r, nq);
     CHECK_MSG(eo <= 2e-2 && ed <= 3e-2, "[%s] bf16 attention B=%d T=%d C=%d NH=%d: out %.3g (tol 2e-2), dqkv %.3g (tol 3e-2)",
               g_isa, B, T, C, NH, eo, ed);
     CHECK_MSG(memcmp(out[0], out[1], 4 * no) == 0 && memcmp(dq[0], dq[1], 4 * nq) == 0,
               "[%s] bf16 attention B=%d T=%d C=%d NH=%d: 1 and 2 threads differ", g_isa, B, T, C, NH);
     if (T > 1) /* one key: the output is v itself, whatever the rounding of the scores */
-        CHECK_MSG(memcmp(out[0], out[2], 4 * no) != 0 && max_rel(out[2], out_r, no) < eo,
+        CHECK_MSG(memcmp(out[0], out[2], 4 * no) != 0 && max_rel(out[2], a.out_r, no) < eo,
                   "[%s] bf16 attention B=%d T=%d C=%d NH=%d: gives the fp32 path's numbers", g_isa, B, T, C, NH);
     if (T == 1024) printf("  [%s] bf16 attention T=%d hs=%d: out %.2e, dqkv %.2e of the largest\n", g_isa, T, C / NH, eo, ed);
-    free(qkv), free(dout), free(st_r), free(sc_r), free(out_r), free(dq_r);
+    att_case_free(&a);
     for (int t = 0; t < 3; t++) free(out[t]), free(dq[t]);
 }
 

@@ -155,6 +155,36 @@ static void test_op_table(void) {
     free(X), free(W), free(D), free(bias), free(Wb), free(out), free(ref), free(dX), free(rdX), free(dW), free(rdW), free(db);
 }
 
+/* A and B both bf16 with contiguous K (the prefill: rows of X already
+ * rounded, W^T), every row count 1..13 (A panels of 1..MR rows) and K with
+ * and without a tail of a 16-word vector, against the oracle on the same
+ * values as fp32; once with the K block cut to 32 (panels of 16 words). */
+static void test_bf16_rows(const gemm_bf16_isa_kernel *kk) {
+    static const int Ks[] = {2, 30, 32, 34, 64, 98, 33};
+    const int N = 70;
+    const gemm_bf16_blocking keep = gpt2c_cpu_gemm_bf16_get_blocking();
+    for (int blk = 0; blk < 2; blk++) {
+        if (blk) gpt2c_cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){32, keep.mc, keep.nc});
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+            for (int M = 1; M <= 13; M++) {
+                const int K = Ks[ki];
+                float *A = rnd((size_t)M * K, 700 + M), *B = rnd((size_t)N * K, 800 + K), *bias = rnd(N, 9);
+                uint16_t *Ab = to_bf16(A, (size_t)M * K), *Bb = to_bf16(B, (size_t)N * K);
+                for (size_t i = 0; i < (size_t)M * K; i++) A[i] = gpt2c_bf16_to_f32(Ab[i]);
+                for (size_t i = 0; i < (size_t)N * K; i++) B[i] = gpt2c_bf16_to_f32(Bb[i]);
+                float *got = malloc(sizeof(float) * M * N), *want = malloc(sizeof(float) * M * N);
+                const gemm_operand a = {Ab, GPT2C_FMT_BF16, K, 1}, b = {Bb, GPT2C_FMT_BF16, 1, K};
+                gpt2c_cpu_gemm_bf16_with(kk, M, N, K, a, b, got, N, bias, 0);
+                gpt2c_ref_gemm_bf16(M, N, K, A, K, 1, B, 1, K, want, N, bias, 0);
+                char what[64];
+                snprintf(what, sizeof what, "bf16 rows M=%d K=%d kc=%d", M, K, blk ? 32 : keep.kc);
+                cmp(what, kk, got, want, (size_t)M * N);
+                free(A), free(B), free(bias), free(Ab), free(Bb), free(got), free(want);
+            }
+    }
+    gpt2c_cpu_gemm_bf16_set_blocking(keep);
+}
+
 int main(void) {
     test_op_table();
     test_rounding();
@@ -176,6 +206,7 @@ int main(void) {
             for (int wf = 0; wf < 2; wf++)
                 test_linear(kernels[k], shapes[s][0], shapes[s][1], shapes[s][2], wf ? GPT2C_FMT_BF16 : GPT2C_FMT_F32,
                             100 + 10 * s);
+        test_bf16_rows(kernels[k]);
     }
     /* the dispatcher picks a kernel for every ISA */
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)

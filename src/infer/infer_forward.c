@@ -92,7 +92,7 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
         if (recorder) gpt2c_prof_end(prof);                                                                    \
     } while (0)
 
-/* STAGE for a decode matmul (claim_split's order when split, else STAGE's) */
+/* STAGE for a decode matmul or attention (claim_split's order when split, else STAGE's) */
 #define STAGE_SPLIT(split, nchunks, op, layer, cost, ...)                                                         \
     do {                                                                                                       \
         gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
@@ -126,7 +126,7 @@ static int nchunks(long total, int step) { return (int)((total + step - 1) / ste
  * evens out a preempted one).  Each output's arithmetic does not depend on
  * its chunk. */
 static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
-    if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16)) return MM_CHUNK;
+    if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16 && !gpt2c_format_is_quantized(f))) return MM_CHUNK;
     int step = OC / (3 * nth) / MM_CHUNK * MM_CHUNK;
     return step < MM_CHUNK ? MM_CHUNK : step > 4 * MM_CHUNK ? 4 * MM_CHUNK : step;
 }
@@ -152,6 +152,13 @@ static void round_rows_bf16(uint16_t *restrict dst, const float *restrict src, s
 static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
     const gpt2c_tensor *q = gpt2c_qweight(m, id, l);
     return q ? *q : gpt2c_model_weight(m, id, l);
+}
+/* Whether a prefill-sized matmul on weights of format f takes its input as
+ * bf16 rows (GPT2C_ACT_IN_BF16): bf16 weights, or quantized ones where the
+ * table's quantized prefill multiplies in bf16 (gpt2c_qmatmul_bf16_prefill). */
+static int bf16_rows_for(const gpt2c_kernels *k, gpt2c_format f) {
+    return k->infer_bf16_input && GPT2C_KERNELS_TAKES(k, matmul_infer_range, f) &&
+           (f == GPT2C_FMT_BF16 || (gpt2c_format_is_quantized(f) && gpt2c_qmatmul_bf16_prefill()));
 }
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
@@ -200,7 +207,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
     const gpt2c_tensor bwte = gpt2c_model_weight(m, GPT2C_P_WTE, 0); /* bf16 in bf16 precision */
     gpt2c_threads_use(m->threads);
     if (n >= GPT2C_INFER_GEMM_ROWS && k->infer_prepare) /* the GEMMs' first use */
-        k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16);
+        k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? 1 : gpt2c_model_qweights(m) ? 2 : 0);
     /* GPT2C_INFER_SPLIT=0: decode matmuls claim chunks in order from one counter (A/B runs) */
     const char *split_env = getenv("GPT2C_INFER_SPLIT");
     const int split_on = !(split_env && split_env[0] == '0');
@@ -260,8 +267,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const float *la = site >= 0 ? gpt2c_lora_A(m->lora, site, l, 0) : NULL;
                     if (gelu) out = buf[gpt2c_block_stages[++i].out];
                     /* many rows on bf16 weights: the input rounded to bf16 once (see GPT2C_ACT_IN_BF16) */
-                    const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && w.fmt == GPT2C_FMT_BF16 &&
-                                    GPT2C_KERNELS_TAKES(k, matmul_infer_range, w.fmt);
+                    const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, w.fmt);
                     if (xbf)
                         STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){0, 6.0 * n * IC}), {
                             RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -318,7 +324,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                                         in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
                     });
                     const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
-                    STAGE(nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
+                    /* decode: each thread its own half of the (sequence, head) tasks, whose caches are contiguous */
+                    STAGE_SPLIT(split && Tq == 1, nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
                         const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
                         if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
                             const int b = (int)(t0 / NH), h = (int)(t0 % NH);
@@ -363,8 +370,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         }
         /* s->ln holds lnf (n,C) */
         const gpt2c_tensor wte = W(WTE, 0);
-        const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && wte.fmt == GPT2C_FMT_BF16 &&
-                         GPT2C_KERNELS_TAKES(k, matmul_infer_range, wte.fmt);
+        const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, wte.fmt);
         if (lxbf)
             STAGE(nchunks(lm_rows, ROW_CHUNK), GPT2C_OP_MATMUL_LMHEAD, -1, ((op_cost){0, 6.0 * lm_rows * C}), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, lm_rows);

@@ -17,7 +17,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
 
-enum { QLORA_CHUNK = 64, QLORA_ROWS = 256 }; /* outputs per forward chunk; W rows per backward block (= GEMM_KC) */
+enum { QLORA_CHUNK = 64, QLORA_ROWS = 256 }; /* outputs per forward chunk; W rows per backward block (the GEMM sums K blocks exactly, so any size gives the same bits) */
 
 gpt2c_tensor gpt2c_qlora_weight(const gpt2c_model *m, int id, int layer) {
     const gpt2c_tensor *q = m->lora ? gpt2c_qweight(m, id, layer) : NULL;

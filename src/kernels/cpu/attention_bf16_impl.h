@@ -133,7 +133,7 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
             uint32_t ppan[ATT_FQ * ATT_FK / 2 + ATT_FQ]; /* P^T of a tile as B panels (pairs over keys) */
             float st[ATT_FK * ldq];        /* S^T, then P^T: st[c*ldq + r] */
             float ot[hsm * ldq];           /* unnormalised output, transposed: ot[i*ldq + r] */
-            float m[ATT_FQ], l[ATT_FQ], mx[ATT_FQ], corr[ATT_FQ];
+            float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
             att_pack_rows_a(kpan, kb, C3, T, hs, MR);
             att_pack_cols_a(vpan, vb, C3, T, hs, MR);
             memset(st, 0, sizeof st);
@@ -148,36 +148,11 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
                     const int diag = j0 + jn - 1 > i0;
                     /* S^T = K Q^T: the tile's key panels start at key j0 (a multiple of MR) */
                     att_gemm_bf16(kk, mk, nq, kph, kpan + (size_t)j0 * kph, (size_t)MR * kph, qpan, (size_t)NR * kph, st, ldq, 0);
-                    for (int r = 0; r < nq; r++) mx[r] = m[r];
-                    for (int c = 0; c < jn; c++) {
-                        const float *s = st + (size_t)c * ldq;
-                        const int lim = j0 + c - i0;
-#pragma omp simd
-                        for (int r = 0; r < nq; r++) {
-                            const float x = (!diag || r >= lim) ? s[r] * scale : -INFINITY;
-                            mx[r] = x > mx[r] ? x : mx[r];
-                        }
-                    }
-#pragma omp simd
-                    for (int r = 0; r < nq; r++) {
-                        corr[r] = vexp(m[r] - mx[r]);
-                        l[r] *= corr[r];
-                        m[r] = mx[r];
-                    }
+                    att_softmax_tile(st, ldq, jn, nq, j0 - i0, diag, scale, m, l, corr);
                     for (int i = 0; i < hs; i++) {
                         float *orow = ot + (size_t)i * ldq;
 #pragma omp simd
                         for (int r = 0; r < nq; r++) orow[r] *= corr[r];
-                    }
-                    for (int c = 0; c < jn; c++) {
-                        float *s = st + (size_t)c * ldq;
-                        const int lim = j0 + c - i0;
-#pragma omp simd
-                        for (int r = 0; r < nq; r++) {
-                            const float p = (!diag || r >= lim) ? vexp(s[r] * scale - m[r]) : 0.0f;
-                            s[r] = p;
-                            l[r] += p;
-                        }
                     }
                     /* O^T += V^T P^T over the tile's key pairs (j0 is even) */
                     att_pack_pairs_b(ppan, st, ldq, jn, nq, NR); /* st has nq columns */
@@ -245,13 +220,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             memset(ds, 0, sizeof ds);
             memset(dqa, 0, sizeof(float) * T * hs);
             float Dall[T]; /* D_t = dO_t . out_t, once per pair */
-            for (int t = 0; t < T; t++) {
-                const float *g = gb + (size_t)t * C, *o = ob + (size_t)t * C;
-                float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-                for (int i = 0; i < hs; i++) d += g[i] * o[i];
-                Dall[t] = d;
-            }
+            att_row_dots(Dall, gb, ob, C, T, hs);
             for (int j0 = 0; j0 < T; j0 += ATT_BK) {
                 const int jn = att_min(T - j0, ATT_BK), kpj = (jn + 1) / 2;
                 att_pack_rows_b(kt, kb + (size_t)j0 * C3, C3, jn, hs, NR);
@@ -266,17 +235,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                                   ldk, 0);
                     att_gemm_bf16(kk, mq, ATT_BK, kph, ga + (size_t)i0 * kph, (size_t)MR * kph, vt, (size_t)NR * kph, ds,
                                   ldk, 0);
-                    for (int r = 0; r < mq; r++) {
-                        float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
-                        const int cn = r >= qn ? 0 : diag ? att_min(jn, i0 + r - j0 + 1) : jn;
-                        const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? Dall[i0 + r] : 0.0f;
-#pragma omp simd
-                        for (int c = 0; c < ATT_BK; c++) {
-                            const float pc = c < cn ? vexp(p[c] * scale - L) : 0.0f;
-                            p[c] = pc;
-                            d[c] = pc * (d[c] - Dr);
-                        }
-                    }
+                    att_probs_dscores(ps, ds, ldk, mq, qn, jn, i0, j0, diag, lse + i0, Dall + i0, scale);
                     /* dV^T += dO^T P and dK^T += Q^T dS over the block's query pairs (i0 is even) */
                     att_pack_pairs_b(pp, ps, ldk, qn, ATT_BK, NR);
                     att_pack_pairs_b(dp, ds, ldk, qn, ATT_BK, NR);

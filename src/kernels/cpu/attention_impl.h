@@ -45,6 +45,84 @@ static void att_copy_rows(float *dst, int ldd, const float *src, long lds, int n
     }
 }
 
+/* One key tile of the forward's online softmax, on S^T (jn keys x nq queries,
+ * raw scores st[c*ldq + r]; query i0 + r sees key j0 + c iff r >= lim0 + c,
+ * lim0 = j0 - i0, checked only when diag): the new running max per query
+ *   m' = max(m, max_c s_rc scale)     (masked scores are -inf),
+ * the rescale corr = exp(m - m') applied to l here (the caller applies it to
+ * its output rows), then P^T = exp(s scale - m') in place and l += its sums
+ * in key order.  m = -inf only before the first tile, where l = O = 0 (vexp
+ * clamps: no NaN).  Shared by the fp32 and bf16 forwards. */
+static void att_softmax_tile(float *st, int ldq, int jn, int nq, int lim0, int diag, float scale, float *m, float *l,
+                             float *corr) {
+    float mx[ATT_FQ];
+    for (int r = 0; r < nq; r++) mx[r] = m[r];
+    for (int c = 0; c < jn; c++) {
+        const float *s = st + (size_t)c * ldq;
+        const int lim = lim0 + c;
+        if (diag) {
+#pragma omp simd
+            for (int r = 0; r < nq; r++) {
+                const float x = r >= lim ? s[r] * scale : -INFINITY;
+                mx[r] = x > mx[r] ? x : mx[r];
+            }
+        } else {
+#pragma omp simd
+            for (int r = 0; r < nq; r++) {
+                const float x = s[r] * scale;
+                mx[r] = x > mx[r] ? x : mx[r];
+            }
+        }
+    }
+#pragma omp simd
+    for (int r = 0; r < nq; r++) {
+        corr[r] = vexp(m[r] - mx[r]);
+        l[r] *= corr[r];
+        m[r] = mx[r];
+    }
+    for (int c = 0; c < jn; c++) {
+        float *s = st + (size_t)c * ldq;
+        const int lim = lim0 + c;
+#pragma omp simd
+        for (int r = 0; r < nq; r++) {
+            const float p = (!diag || r >= lim) ? vexp(s[r] * scale - m[r]) : 0.0f;
+            s[r] = p;
+            l[r] += p;
+        }
+    }
+}
+
+/* The backward's probabilities and score gradients of one block (mq rows, of
+ * which qn are queries i0.., x ATT_BK keys j0..; rows of ldk), in place:
+ *   P = exp(S scale - lse) where the query sees the key, else 0;  dS = P o (dP - D)
+ * lse, D: the block's rows (lse + i0, D + i0).  Shared by fp32 and bf16. */
+static void att_probs_dscores(float *ps, float *ds, int ldk, int mq, int qn, int jn, int i0, int j0, int diag,
+                              const float *lse, const float *D, float scale) {
+    for (int r = 0; r < mq; r++) {
+        float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
+        /* keys c < cn are seen by query i0 + r (none for padding rows) */
+        const int cn = r >= qn ? 0 : diag ? att_min(jn, i0 + r - j0 + 1) : jn;
+        const float L = r < qn ? lse[r] : 0.0f, Dr = r < qn ? D[r] : 0.0f;
+#pragma omp simd
+        for (int c = 0; c < ATT_BK; c++) {
+            const float pc = c < cn ? vexp(p[c] * scale - L) : 0.0f;
+            p[c] = pc;
+            d[c] = pc * (d[c] - Dr);
+        }
+    }
+}
+
+/* D_t = dO_t . out_t for every query t of a (batch, head) pair (rows C apart) */
+static void att_row_dots(float *D, const float *g, const float *o, long ld, int T, int hs) {
+    for (int t = 0; t < T; t++) {
+        const float *gt = g + (size_t)t * ld, *ot = o + (size_t)t * ld;
+        float d = 0.0f;
+#pragma omp simd reduction(+ : d)
+        for (int i = 0; i < hs; i++) d += gt[i] * ot[i];
+        D[t] = d;
+    }
+}
+
 static size_t attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 static size_t attention_scratch_floats(int B, int T, int NH) {
     (void)B, (void)NH;
@@ -75,7 +153,7 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         float vr[v_direct ? 1 : ATT_FK * hsp];     /* V tile, rows zero-padded to hsp */
         float st[ATT_FK * ldq];                    /* S^T, then P^T: st[c*ldq + r] */
         float o[fqp * hsp];                        /* unnormalised output rows */
-        float m[ATT_FQ], l[ATT_FQ], mx[ATT_FQ], corr[ATT_FQ];
+        float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
         memset(st, 0, sizeof st); /* columns past those computed stay zero: P^T is read up to fqp */
         if (!v_direct) memset(vr, 0, sizeof vr);
         for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
@@ -94,48 +172,12 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
                     ka = kr, lda = hs;
                 }
                 att_gemm(kk, mk, nq, hs, ka, lda, 1, qt, ATT_FQ, st, ldq, 0);
-                /* new running max per query (column); masked scores are -inf */
-                for (int r = 0; r < nq; r++) mx[r] = m[r];
-                for (int c = 0; c < jn; c++) {
-                    const float *s = st + (size_t)c * ldq;
-                    const int lim = j0 + c - i0; /* query i0 + r sees key j0 + c iff r >= lim */
-                    if (diag) {
-#pragma omp simd
-                        for (int r = 0; r < nq; r++) {
-                            const float x = r >= lim ? s[r] * scale : -INFINITY;
-                            mx[r] = x > mx[r] ? x : mx[r];
-                        }
-                    } else {
-#pragma omp simd
-                        for (int r = 0; r < nq; r++) {
-                            const float x = s[r] * scale;
-                            mx[r] = x > mx[r] ? x : mx[r];
-                        }
-                    }
-                }
-                /* rescale: m = -inf only before the first tile, where l = O = 0 (vexp clamps, no NaN) */
-#pragma omp simd
-                for (int r = 0; r < nq; r++) {
-                    corr[r] = vexp(m[r] - mx[r]);
-                    l[r] *= corr[r];
-                    m[r] = mx[r];
-                }
+                att_softmax_tile(st, ldq, jn, nq, j0 - i0, diag, scale, m, l, corr);
                 for (int r = 0; r < qn; r++) {
                     float *orow = o + (size_t)r * hsp;
                     const float cr = corr[r];
 #pragma omp simd
                     for (int i = 0; i < hs; i++) orow[i] *= cr;
-                }
-                /* P^T in place; l sums each query's keys in key order */
-                for (int c = 0; c < jn; c++) {
-                    float *s = st + (size_t)c * ldq;
-                    const int lim = j0 + c - i0;
-#pragma omp simd
-                    for (int r = 0; r < nq; r++) {
-                        const float p = (!diag || r >= lim) ? vexp(s[r] * scale - m[r]) : 0.0f;
-                        s[r] = p;
-                        l[r] += p;
-                    }
                 }
                 /* O += P V over the jn keys of the tile */
                 const float *vp = vb + (size_t)j0 * C3;
@@ -192,25 +234,8 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         memset(gr, 0, sizeof gr);
         if (!k_direct) memset(kr, 0, sizeof kr);
         for (int t = 0; t < T; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
-        /* D_t = dO_t . out_t of every query, once per pair (each key tile's
-         * blocks reread it), from the rows the blocks below take dO from */
-        float Dall[T];
-        for (int i0 = 0; i0 < T; i0 += ATT_BQ) {
-            const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR);
-            const float *ga = gb + (size_t)i0 * C;
-            long ldga = C;
-            if (mq != qn || hs != hsp) {
-                att_copy_rows(gr, hsp, ga, C, qn, mq, hs);
-                ga = gr, ldga = hsp;
-            }
-            for (int r = 0; r < qn; r++) {
-                const float *g = ga + (size_t)r * ldga, *o = ob + (size_t)(i0 + r) * C;
-                float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-                for (int i = 0; i < hs; i++) d += g[i] * o[i];
-                Dall[i0 + r] = d;
-            }
-        }
+        float Dall[T]; /* D_t = dO_t . out_t, once per pair (each key tile's blocks reread it) */
+        att_row_dots(Dall, gb, ob, C, T, hs);
         for (int j0 = 0; j0 < T; j0 += ATT_BK) {
             const int jn = att_min(T - j0, ATT_BK), mk = att_up(jn, MR);
             att_transpose(kt, ATT_BK, kb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
@@ -231,18 +256,7 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
                 }
                 att_gemm(kk, mq, ATT_BK, hs, qa, ldqa, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
                 att_gemm(kk, mq, ATT_BK, hs, ga, ldga, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
-                for (int r = 0; r < mq; r++) {
-                    float *p = ps + (size_t)r * ldk, *d = ds + (size_t)r * ldk;
-                    /* keys c < cn are seen by query i0 + r (none for padding rows) */
-                    const int cn = r >= qn ? 0 : diag ? att_min(jn, i0 + r - j0 + 1) : jn;
-                    const float L = r < qn ? lse[i0 + r] : 0.0f, Dr = r < qn ? Dall[i0 + r] : 0.0f;
-#pragma omp simd
-                    for (int c = 0; c < ATT_BK; c++) {
-                        const float pc = c < cn ? vexp(p[c] * scale - L) : 0.0f;
-                        p[c] = pc;
-                        d[c] = pc * (d[c] - Dr);
-                    }
-                }
+                att_probs_dscores(ps, ds, ldk, mq, qn, jn, i0, j0, diag, lse + i0, Dall + i0, scale);
                 att_gemm(kk, mk, hsp, qn, ps, 1, ldk, ga, ldga, dva, hsp, 1); /* dV += P^T dO */
                 att_gemm(kk, mk, hsp, qn, ds, 1, ldk, qa, ldqa, dka, hsp, 1); /* dK += dS^T Q */
                 att_gemm(kk, mq, hsp, jn, ds, ldk, 1, k_direct ? kb + (size_t)j0 * C3 : kr, k_direct ? C3 : hsp, tmp,
