@@ -11,11 +11,16 @@
 #        SUMMARY_ONLY=1 (table the JSON already in OUT, run nothing)
 # Two "% of peak" figures per shape: of the peak `bench peak` measured at the
 # start of the sitting (the new build's, for both builds), and of the "local"
-# peak, which `bench gemm` measures in short FMA / vdpbf16ps bursts right
-# before and right after each GEMM's timed runs (same threads, the higher of
-# the two): on a VM whose speed moves 2x within seconds the local figure is the
-# robust one, and it is the one the summary lines use.  Builds without the
-# local peak show "-" there.
+# peak, which `bench gemm` measures in short FMA / vdpbf16ps bursts around
+# each GEMM -- a burst phase, then >= 100 ms of untimed warm-up runs, then the
+# timed runs, then the next burst phase (same threads; the median of the
+# bursts on both sides).  The bursts never run right before a timed run: one
+# there cost the GEMM a few per cent (builds before this harness change did
+# that, so compare old builds by "% peak" or GFLOP/s, or with
+# --no-local-peak).  On a VM whose speed moves 2x within seconds the local
+# figure is the robust one, and it is the one the summary lines use.  Builds
+# without the local peak show "-" there.  The autotune lines (blocking.txt)
+# say whether each tune was kept or refused as timed on a loaded machine.
 # Needs python3 for the summary table only.
 set -euo pipefail
 NEW=${1:-build/gpt2c}

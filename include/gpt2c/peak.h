@@ -46,6 +46,11 @@ gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure);
 /* The same, measuring with `runs` runs per figure (gpt2c_peak_get: 5). */
 gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure);
 
+/* The cached peaks for `threads` threads (<= 0: all cores) without
+ * measuring: 1 if this CPU signature, thread count and build have an entry,
+ * else 0 (out untouched beyond scratch). */
+int gpt2c_peak_cached(int threads, gpt2c_peak *out);
+
 /* The build tag peaks are keyed by: "<CMake build type>[+asan][+ubsan]", e.g. "Release". */
 const char *gpt2c_peak_build(void);
 

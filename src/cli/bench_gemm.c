@@ -2,8 +2,12 @@
  * three GEMMs of a linear layer (forward, dinp, dweight), against the blas
  * backend's cblas_sgemm when built; GFLOP/s and % of the measured FMA peak:
  * of the cached peak (`bench peak`), and of a "local" peak measured by short
- * bursts right before and right after each GEMM's timed runs (the higher of
- * the two), which follows a shared VM's speed (it moved 2x within seconds). */
+ * bursts around each GEMM's timed runs, which follows a shared VM's speed (it
+ * moved 2x within seconds).  The bursts are kept away from the timed runs
+ * (a burst right before them cost the GEMM a few per cent): per GEMM, a burst
+ * phase, then the untimed warm-up runs (>= 100 ms), then the timed runs, then
+ * the next burst phase; the local peak is the median of the bursts on either
+ * side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_tune.h"
 #ifdef GPT2C_HAVE_BLAS
 #include "kernels/blas/blas.h"
 #endif
@@ -57,27 +62,40 @@ static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, cons
     gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), op, C, A, B, N, IC, OC);
 }
 
-/* median and best ms of `reps` runs, after warming up (caches, page faults,
- * thread wake-up) for at least 3 runs and 100 ms */
+/* Local peak bursts: a phase of LP_BURSTS short bursts (each the fastest of
+ * three ~5 ms runs), GFLOP/s; the phase after one GEMM's timed runs is also
+ * the phase before the next GEMM's warm-up. */
+enum { LP_BURSTS = 2 };
 static int g_local_nt; /* threads of the local peak bursts; 0: none */
-static double local_peak(void) {
-    return g_local_nt ? gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), g_bf16, g_local_nt, 0.03) : 0;
+static double g_lp_prev[LP_BURSTS];
+static int g_lp_have_prev;
+static void local_peak_phase(double *v) {
+    for (int i = 0; i < LP_BURSTS; i++) v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), g_bf16, g_local_nt, 0.015);
 }
 
-/* ... and the local peak (the higher of a burst just before and one just after the timed runs) */
+/* median and best ms of `reps` runs, after warming up (caches, page faults,
+ * thread wake-up, and distance from the last burst) for at least 3 runs and
+ * 100 ms; and the local peak (median of the burst phases before the warm-up
+ * and after the timed runs; 0 without bursts) */
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best, double *lpk) {
-    double t[64];
+    double t[64], lp[2 * LP_BURSTS];
+    if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev), g_lp_have_prev = 1;
     int warm = 0;
     for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);
-    const double lp0 = local_peak();
     for (int r = 0; r < reps; r++) {
         const double t0 = now_ms();
         run_gemm(blas, op, C, A, B, N, IC, OC);
         t[r] = now_ms() - t0;
     }
-    const double lp1 = local_peak();
-    *lpk = lp0 > lp1 ? lp0 : lp1;
+    *lpk = 0;
+    if (g_local_nt) {
+        memcpy(lp, g_lp_prev, sizeof g_lp_prev);
+        local_peak_phase(g_lp_prev);
+        memcpy(lp + LP_BURSTS, g_lp_prev, sizeof g_lp_prev);
+        qsort(lp, 2 * LP_BURSTS, sizeof(double), cmp_double);
+        *lpk = 0.5 * (lp[LP_BURSTS - 1] + lp[LP_BURSTS]);
+    }
     qsort(t, reps, sizeof(double), cmp_double);
     *med = t[reps / 2];
     *best = t[0];
@@ -141,12 +159,10 @@ int bench_gemm(int argc, char **argv) {
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
         if (g_bf16)
             printf("  bf16 kernel %s, blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
-                   bl.kc, bl.mc, bl.nc, from_cache ? "cached autotune" : "autotuned now");
+                   bl.kc, bl.mc, bl.nc, gpt2c_cpu_gemm_tune_note(1));
         else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
-                   gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2"
-                   : from_cache                        ? "cached autotune"
-                                                       : "autotuned now");
+                   gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: %s\n", gpt2c_blas_sbgemm_status());
@@ -157,6 +173,9 @@ int bench_gemm(int argc, char **argv) {
         printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : gpt2c_cpu_gemm_fp32_kc(), g_bf16 ? bl.mc : fmc,
                g_bf16 ? bl.nc : fnc);
+        printf("\"tune\":\"");
+        for (const char *c = gpt2c_cpu_gemm_tune_note(g_bf16); *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        printf("\",");
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas || (g_bf16 && !no_blas)) {
             const char *d = have_blas ? blas_desc : gpt2c_blas_sbgemm_status();
@@ -237,6 +256,6 @@ int bench_gemm(int argc, char **argv) {
     if (json) printf("]}\n");
     else
         printf("  (GFLOP/s from the median; 'best' from the fastest run; %%peak: of the cached peak, same isa and threads;\n"
-               "   %%local: of the peak measured in bursts just before and after that GEMM's runs, the higher)\n");
+               "   %%local: of the median of the peak bursts taken before that GEMM's warm-up and after its timed runs)\n");
     return 0;
 }

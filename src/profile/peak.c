@@ -345,6 +345,13 @@ static int cache_find(const char *path, int threads, gpt2c_peak *out) {
 }
 #endif
 
+int gpt2c_peak_cached(int threads, gpt2c_peak *out) {
+    if (threads <= 0) threads = omp_get_num_procs();
+    char path[512], dir[512];
+    cache_path(path, sizeof path, dir, sizeof dir);
+    return path[0] && cache_find(path, threads, out);
+}
+
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) { return gpt2c_peak_get_runs(threads, 5, out, remeasure); }
 
 gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure) {

@@ -1,13 +1,20 @@
 /* The fp32 and bf16 GEMMs' blocking per CPU (gemm.h, gemm_bf16.h): a first
  * guess from the cache sizes (CPUID), then, at the first GEMM, a short
- * autotune on two GPT-2 layers (the qkv projection at B*T 256 and the
- * attention projection at 1024: a small and a tall A), kept in
+ * autotune on GPT-2 124M's own GEMMs (prefill at 512 and 128 rows, the
+ * training step's forward, data- and weight-gradient GEMMs, a slice of the
+ * LM head), scored by where a step's time goes, kept in
  * $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json; JSON via
  * jansson, without it nothing is kept), sections "fp32" and "bf16", under the
  * CPU signature (gpt2c_cpu_signature), the kernel, the thread count and the
- * build type.  The blocking never changes results (fp32: K's block is fixed;
- * bf16: the pair arithmetic), only speed, so tuning is always safe.
- * GPT2C_GEMM_AUTOTUNE=0 skips the autotunes (the cache-size guesses are used). */
+ * build type.  A tune timed on a loaded machine is not kept (gemm_tune.h:
+ * peak bursts before, during and after it must agree with each other and with
+ * the cached peak, and the winner's re-timings with each other; one retry):
+ * the cache-size guess stays, recorded as provisional so that processes
+ * within the next hour do not each pay for a tune, and the reason is given
+ * (gpt2c_cpu_gemm_tune_note, `bench gemm`).  The blocking never changes
+ * results (fp32: K's block is fixed; bf16: the pair arithmetic), only speed,
+ * so tuning is always safe.  GPT2C_GEMM_AUTOTUNE=0 skips the autotunes (the
+ * cache-size guesses are used). */
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -21,21 +28,26 @@
 #endif
 
 #include "gpt2c/core.h"
+#include "gpt2c/peak.h"
 #include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_tune.h"
 
 /* From this core's caches (CPUID leaf 4 / 0x8000001D, kernels/cpu/cpu_caches.h):
- * kc: a 64-column B panel of kc/2 pair words fills L1 (32 KiB: kc 256; it
- *     is reused by every A panel of the block, the A panels stream past it);
+ * kc: long K blocks reload each C tile less often (a lone 6x64 vdpbf16ps
+ *     micro-kernel on Zen 4: ~85% of peak at kc 256, ~92% at 768), so the
+ *     64-column B panel (64 x kc bf16) is given 3/32 of L2 (1 MiB: kc 768,
+ *     the steady tunes' choice on Zen 4, where L1 (kc 256) cost ~6% of bf16
+ *     prefill), which leaves L2 room for A's block beside it;
  * mc: the A block (mc x kc bf16, read once per B panel) in half of L2;
  * nc: the B block in this core's share of L3, over 4. */
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void) {
     const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
-    const long l1 = cs->l1d > 0 ? cs->l1d : 32 << 10, l2 = cs->l2 > 0 ? cs->l2 : 1 << 20;
+    const long l2 = cs->l2 > 0 ? cs->l2 : 1 << 20;
     const long l3 = cs->l3 > 0 ? cs->l3 / (cs->l3_share > 0 ? cs->l3_share : 1) : 4 << 20;
     gemm_bf16_blocking b = {0, 0, 0};
-    b.kc = (int)(l1 / (64 * 2)); /* bytes per k: 64 columns x 2 bytes */
-    b.kc = b.kc < 128 ? 128 : b.kc > 512 ? 512 : b.kc;
+    b.kc = (int)(l2 * 3 / 32 / (64 * 2)) / 128 * 128; /* bytes per k: 64 columns x 2 bytes */
+    b.kc = b.kc < 256 ? 256 : b.kc > 1536 ? 1536 : b.kc;
     b.mc = (int)(l2 / 2 / (b.kc * 2));
     b.mc = b.mc < 96 ? 96 : b.mc > 1536 ? 1536 : b.mc;
     b.nc = (int)(l3 / 4 / (b.kc * 2));
@@ -55,26 +67,38 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
 #ifndef GPT2C_BUILD_TYPE
 #define GPT2C_BUILD_TYPE "unknown"
 #endif
-/* signature | kernel | threads | build (CMake sets GPT2C_BUILD_TYPE: an ASan
- * build's timings must not choose a Release build's blocking) | tune=3 (the
- * candidate set with long K blocks and the re-timed winner; entries of older
- * tunes are not reused; fp32: tune=2, kc tuned too) */
-static void key(char *buf, size_t n, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=3", gpt2c_cpu_signature(), gpt2c_cpu_gemm_bf16_kernel(isa)->name,
-             omp_get_max_threads(), GPT2C_BUILD_TYPE);
+/* signature | kernel (bf16) or ISA (fp32) | threads | build (CMake sets
+ * GPT2C_BUILD_TYPE: an ASan build's timings must not choose a Release
+ * build's blocking) | tune=4 (the GPT-2 shape set and the steadiness test;
+ * entries of older tunes are not reused) */
+static void key(char *buf, size_t n, int bf16, gpt2c_isa isa) {
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=4", gpt2c_cpu_signature(),
+             bf16 ? gpt2c_cpu_gemm_bf16_kernel(isa)->name : gpt2c_isa_name(isa), omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
+/* An entry: kc, mc, nc, and either tuned_gflops (a steady tune) or
+ * refused (why) with retry_after (unix seconds): the cache-size guess,
+ * provisional until then. */
+typedef struct {
+    gemm_bf16_blocking b;
+    double gflops;
+    const char *refused; /* NULL: a steady tune */
+    long long retry_after;
+} tune_entry;
+
 #ifdef GPT2C_HAVE_JANSSON
-/* sections "bf16" and "fp32": kc, mc, nc */
-static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b) {
+/* 1 if the entry is usable now (a tune, or a refusal not yet due for a retry) */
+static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b, int *provisional) {
     json_t *root = json_load_file(path, 0, NULL);
     json_t *e = json_object_get(json_object_get(root, sec), k);
     int ok = json_unpack(e, "{s:i, s:i, s:i}", "kc", &b->kc, "mc", &b->mc, "nc", &b->nc) == 0;
+    json_t *ra = json_object_get(e, "retry_after");
+    *provisional = ok && ra != NULL;
+    if (*provisional && (long long)time(NULL) >= (long long)json_integer_value(ra)) ok = 0;
     json_decref(root);
     return ok;
 }
-static void cache_write(const char *path, const char *dir, const char *sec, const char *k, gemm_bf16_blocking b,
-                        double gflops) {
+static void cache_write(const char *path, const char *dir, const char *sec, const char *k, const tune_entry *t) {
     char parent[600];
     snprintf(parent, sizeof parent, "%s", dir);
     char *slash = strrchr(parent, '/');
@@ -90,22 +114,32 @@ static void cache_write(const char *path, const char *dir, const char *sec, cons
     }
     json_t *bf = json_object_get(root, sec);
     if (!json_is_object(bf)) json_object_set_new(root, sec, bf = json_object());
-    json_object_set_new(bf, k, json_pack("{s:i, s:i, s:i, s:f}", "kc", b.kc, "mc", b.mc, "nc", b.nc, "tuned_gflops", gflops));
+    json_t *e = json_pack("{s:i, s:i, s:i}", "kc", t->b.kc, "mc", t->b.mc, "nc", t->b.nc);
+    if (t->refused) {
+        json_object_set_new(e, "refused", json_string(t->refused));
+        json_object_set_new(e, "retry_after", json_integer(t->retry_after));
+    } else {
+        json_object_set_new(e, "tuned_gflops", json_real(t->gflops));
+    }
+    json_object_set_new(bf, k, e);
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     if (json_dump_file(root, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) remove(tmp);
     json_decref(root);
 }
 #else
-static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b) {
+static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b, int *provisional) {
     (void)path, (void)sec, (void)k, (void)b;
+    *provisional = 0;
     return 0;
 }
-static void cache_write(const char *path, const char *dir, const char *sec, const char *k, gemm_bf16_blocking b,
-                        double gflops) {
-    (void)path, (void)dir, (void)sec, (void)k, (void)b, (void)gflops;
+static void cache_write(const char *path, const char *dir, const char *sec, const char *k, const tune_entry *t) {
+    (void)path, (void)dir, (void)sec, (void)k, (void)t;
 }
 #endif
+
+static char g_note[2][400];
+const char *gpt2c_cpu_gemm_tune_note(int bf16) { return g_note[bf16 != 0]; }
 
 /* wall time; on one thread that thread's CPU time (immune to preemption on a shared machine) */
 static uint64_t tune_clock_ns(void) {
@@ -115,57 +149,71 @@ static uint64_t tune_clock_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The tuning workload: the three GEMMs (forward, dinp, dweight) of two
- * linear layers, the qkv projection at N 256 (768 -> 2304: a short A) and
- * the attention projection at N 1024 (768 -> 768: a tall one, whose A block
- * must still fit in L2), activations fp32, the weight fp32 or bf16. */
-enum { TUNE_NX = 1024 * 768, TUNE_ND = 1024 * 768, TUNE_NW = 2304 * 768, TUNE_NC = 2304 * 768 };
-static const int tune_layers[2][3] = {{256, 768, 2304}, {1024, 768, 768}};
+/* The tuning workload: GPT-2 124M's GEMMs (rows N, in IC, out OC, op), each
+ * with its share of where the time goes -- half forward (prefill at 512 and
+ * 128 rows and the training forward: qkv, fc, fc-proj with its K of 3072, a
+ * 8192-column slice of the LM head, whose weight does not fit in cache), a
+ * quarter data gradient (fc's: K 3072), a quarter weight gradient (K = rows).
+ * The score is sum(share x seconds per GFLOP), its inverse a GFLOP/s. */
+typedef struct {
+    int n, ic, oc;
+    gemm_linear_op op;
+    double share;
+} tune_shape;
+static const tune_shape tune_shapes[] = {
+    {512, 768, 2304, GEMM_FWD, 0.08}, {512, 768, 3072, GEMM_FWD, 0.10}, {512, 3072, 768, GEMM_FWD, 0.10},
+    {128, 768, 3072, GEMM_FWD, 0.06}, {128, 3072, 768, GEMM_FWD, 0.06}, {128, 768, 8192, GEMM_FWD, 0.12},
+    {512, 768, 3072, GEMM_DINP, 0.24}, {512, 3072, 768, GEMM_DW, 0.12}, {512, 768, 2304, GEMM_DW, 0.12},
+};
+enum { TUNE_NSHAPES = sizeof tune_shapes / sizeof tune_shapes[0] };
 typedef struct {
     float *X, *D, *C, *Wf;
     uint16_t *W;
 } tune_data;
 
+static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 static int tune_alloc(tune_data *t) {
-    t->X = malloc(sizeof(float) * TUNE_NX), t->D = malloc(sizeof(float) * TUNE_ND), t->C = malloc(sizeof(float) * TUNE_NC);
-    t->Wf = malloc(sizeof(float) * TUNE_NW), t->W = malloc(sizeof(uint16_t) * TUNE_NW);
+    size_t nx = 0, nd = 0, nc = 0, nw = 0;
+    for (int i = 0; i < TUNE_NSHAPES; i++) {
+        const tune_shape *s = &tune_shapes[i];
+        nx = zmax(nx, (size_t)s->n * s->ic), nd = zmax(nd, (size_t)s->n * s->oc), nw = zmax(nw, (size_t)s->oc * s->ic);
+        nc = zmax(nc, s->op == GEMM_FWD ? (size_t)s->n * s->oc : s->op == GEMM_DINP ? (size_t)s->n * s->ic : (size_t)s->oc * s->ic);
+    }
+    t->X = malloc(sizeof(float) * nx), t->D = malloc(sizeof(float) * nd), t->C = calloc(nc, sizeof(float));
+    t->Wf = malloc(sizeof(float) * nw), t->W = malloc(sizeof(uint16_t) * nw);
     if (!t->X || !t->D || !t->C || !t->Wf || !t->W) return 0;
-    for (size_t i = 0; i < TUNE_NX; i++) t->X[i] = (float)(i % 13) * 0.01f;
-    for (size_t i = 0; i < TUNE_ND; i++) t->D[i] = (float)(i % 7) * 0.01f;
-    for (size_t i = 0; i < TUNE_NW; i++) t->W[i] = 0x3c00, t->Wf[i] = 0.0078125f; /* 2^-7 */
-    memset(t->C, 0, sizeof(float) * TUNE_NC);
+    for (size_t i = 0; i < nx; i++) t->X[i] = (float)(i % 13) * 0.01f;
+    for (size_t i = 0; i < nd; i++) t->D[i] = (float)(i % 7) * 0.01f;
+    for (size_t i = 0; i < nw; i++) t->W[i] = 0x3c00, t->Wf[i] = 0.0078125f; /* 2^-7 */
     return 1;
 }
 static void tune_free(tune_data *t) { free(t->X), free(t->D), free(t->C), free(t->Wf), free(t->W); }
 
-/* Seconds for the workload (each layer the best of two runs) and its GFLOP. */
-static double time_layers(int bf16, gpt2c_isa isa, const tune_data *t, double *gflop) {
-    double total = 0;
-    *gflop = 0;
-    for (int l = 0; l < 2; l++) {
-        const int N = tune_layers[l][0], IC = tune_layers[l][1], OC = tune_layers[l][2];
-        double best = 1e30;
-        for (int r = 0; r < 2; r++) {
-            const uint64_t t0 = tune_clock_ns();
-            if (bf16) {
-                gpt2c_cpu_linear_gemm_bf16(isa, GEMM_FWD, t->C, t->X, GPT2C_FMT_F32, t->W, GPT2C_FMT_BF16, N, IC, OC);
-                gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DINP, t->C, t->D, GPT2C_FMT_F32, t->W, GPT2C_FMT_BF16, N, IC, OC);
+/* The workload's score (seconds per GFLOP, shares applied), one run per GEMM. */
+static double time_workload(int bf16, gpt2c_isa isa, const tune_data *t) {
+    double score = 0;
+    for (int i = 0; i < TUNE_NSHAPES; i++) {
+        const tune_shape *s = &tune_shapes[i];
+        const int N = s->n, IC = s->ic, OC = s->oc;
+        const uint64_t t0 = tune_clock_ns();
+        if (bf16) {
+            if (s->op == GEMM_DW)
                 gpt2c_cpu_linear_gemm_bf16(isa, GEMM_DW, t->C, t->D, GPT2C_FMT_F32, t->X, GPT2C_FMT_F32, N, IC, OC);
-            } else {
-                gpt2c_cpu_linear_gemm(isa, GEMM_FWD, t->C, t->X, t->Wf, N, IC, OC);
-                gpt2c_cpu_linear_gemm(isa, GEMM_DINP, t->C, t->D, t->Wf, N, IC, OC);
-                gpt2c_cpu_linear_gemm(isa, GEMM_DW, t->C, t->D, t->X, N, IC, OC);
-            }
-            const double s = (double)(tune_clock_ns() - t0) * 1e-9;
-            if (s < best) best = s;
+            else
+                gpt2c_cpu_linear_gemm_bf16(isa, s->op, t->C, s->op == GEMM_FWD ? t->X : t->D, GPT2C_FMT_F32, t->W,
+                                           GPT2C_FMT_BF16, N, IC, OC);
+        } else {
+            gpt2c_cpu_linear_gemm(isa, s->op, t->C, s->op == GEMM_FWD ? t->X : t->D, s->op == GEMM_DW ? t->X : t->Wf, N,
+                                  IC, OC);
         }
-        total += best;
-        *gflop += 3 * 2.0 * N * IC * OC * 1e-9;
+        const double sec = (double)(tune_clock_ns() - t0) * 1e-9;
+        score += s->share * sec / (2.0 * N * IC * OC * 1e-9);
     }
-    return total;
+    return score;
 }
 
 static int g_tuning, g_tuning32;
+static int g_done[2]; /* the first-use hook of bf16 / fp32 has nothing left to do */
 
 /* Sets a candidate blocking (rounded to valid values) and returns it. */
 typedef gemm_bf16_blocking (*tune_set_fn)(gemm_bf16_blocking);
@@ -181,17 +229,20 @@ static int cmp_dbl(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-enum { TUNE_MAX = 40, TUNE_RETIME = 3 };
+enum { TUNE_MAX = 40, TUNE_RETIME = 3, TUNE_BURSTS = 6 };
 typedef struct {
     int bf16;
     gpt2c_isa isa;
     const tune_data *td;
     tune_set_fn set;
+    gemm_bf16_blocking guess;
     gemm_bf16_blocking c[TUNE_MAX];
     double t[TUNE_MAX];
     int n;
-    double gflop;
-    int slow; /* one timing took over 0.25 s (a sanitizer build, a tiny CPU): no second phase, no re-time */
+    int slow; /* one timing took over 0.25 s (a sanitizer build, a tiny CPU): no second phase, one re-time round */
+    uint64_t t_start;
+    double bursts[TUNE_BURSTS];
+    int nb;
 } tune_state;
 
 /* Times candidate b (after rounding) unless it was timed already; returns its index. */
@@ -201,7 +252,7 @@ static int tune_try(tune_state *s, gemm_bf16_blocking b) {
         if (s->c[i].kc == b.kc && s->c[i].mc == b.mc && s->c[i].nc == b.nc) return i;
     if (s->n == TUNE_MAX) return -1;
     s->c[s->n] = b;
-    s->t[s->n] = time_layers(s->bf16, s->isa, s->td, &s->gflop);
+    s->t[s->n] = time_workload(s->bf16, s->isa, s->td);
     return s->n++;
 }
 static int tune_best(const tune_state *s, int skip) {
@@ -210,153 +261,198 @@ static int tune_best(const tune_state *s, int skip) {
         if (i != skip && (b < 0 || s->t[i] < s->t[b])) b = i;
     return b;
 }
-
-/* The winner of a sweep, re-timed: one timing per candidate picks two on a
- * machine whose speed can jump within seconds, so the fastest and the
- * runner-up are timed TUNE_RETIME more times each, alternately, and the lower
- * median (over all their timings) wins. */
-static gemm_bf16_blocking tune_finish(tune_state *s, double *gflops) {
-    const int w[2] = {tune_best(s, -1), tune_best(s, tune_best(s, -1))};
-    double med[2] = {s->t[w[0]], 1e30}, v[2][TUNE_RETIME + 1];
-    if (w[1] >= 0 && !s->slow) {
-        v[0][0] = s->t[w[0]], v[1][0] = s->t[w[1]];
-        for (int r = 1; r <= TUNE_RETIME; r++)
-            for (int j = 0; j < 2; j++) {
-                s->set(s->c[w[j]]);
-                v[j][r] = time_layers(s->bf16, s->isa, s->td, &s->gflop);
-            }
-        for (int j = 0; j < 2; j++) {
-            qsort(v[j], TUNE_RETIME + 1, sizeof(double), cmp_dbl);
-            med[j] = 0.5 * (v[j][TUNE_RETIME / 2] + v[j][(TUNE_RETIME + 1) / 2]);
-        }
-    }
-    const int win = med[1] < med[0] ? 1 : 0;
-    *gflops = s->gflop / med[win];
-    return s->set(s->c[w[win]]);
+static int tune_time_left(const tune_state *s, double budget_s) {
+    return (double)(gpt2c_now_ns() - s->t_start) < budget_s * 1e9;
 }
 
-gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops) {
-    char path[512], dir[512], k[300];
-    cache_file(path, sizeof path, dir, sizeof dir);
-    key(k, sizeof k, isa);
-    gemm_bf16_blocking b;
-    *from_cache = 0;
-    *gflops = 0;
-    if (!force && path[0] && cache_read(path, "bf16", k, &b)) {
-        *from_cache = 1;
-        return gpt2c_cpu_gemm_bf16_set_blocking(b);
-    }
-    const gemm_bf16_blocking guess = gpt2c_cpu_gemm_bf16_blocking_from_caches();
-    tune_data td;
-    if (!tune_alloc(&td)) {
-        tune_free(&td);
-        return guess;
-    }
-    g_tuning = 1;
-    tune_state *s = calloc(1, sizeof *s);
-    if (!s) {
-        g_tuning = 0;
-        tune_free(&td);
-        return guess;
-    }
-    s->bf16 = 1, s->isa = isa, s->td = &td, s->set = set_bf16;
-    /* 1. K block x rows, at the guessed nc: kc x {1, 1.5, 2, 3, 6, 0.75}
-     * (a longer K block reloads each C tile less often: on Zen 4 a lone
-     * micro-kernel ran at ~85% of peak with kc 256, ~98% with 3072), rows
-     * so that A's block keeps the guess's bytes (in half of L2), x1/2, x2;
-     * 2. columns x {1/2, 2} around the best; at most ~3 s; then the re-time. */
-    static const int kmul[] = {4, 6, 8, 12, 24, 3}, mmul[] = {2, 1, 4};
-    s->slow = time_layers(1, isa, &td, &s->gflop) > 0.25; /* warm-up */
-    const uint64_t t_start = gpt2c_now_ns();
+/* Two short peak bursts (FMA, or vdpbf16ps for the bf16 kernel that uses it) */
+static void tune_bursts(tune_state *s) {
+    for (int i = 0; i < 2 && s->nb < TUNE_BURSTS; i++)
+        s->bursts[s->nb++] = gpt2c_peak_burst_gflops(s->isa, s->bf16, omp_get_max_threads(), 0.03);
+}
+
+/* bf16 sweep: K block x rows, at the guess's nc: kc x {1, 2/3, 4/3, 1/2, 2,
+ * 1/3, 4} (the likelier first, in case the time runs out) with rows so that
+ * A's block keeps the guess's bytes (in half of L2), x1/2, x2; then columns
+ * x {1/2, 2} around the best; at most ~1.5 s. */
+static void sweep_bf16(tune_state *s) {
+    static const int kmul[] = {6, 4, 8, 3, 12, 2, 24}, mmul[] = {2, 1, 4};
+    const gemm_bf16_blocking g = s->guess;
     for (size_t a = 0; a < sizeof kmul / sizeof kmul[0]; a++)
-        for (size_t m = 0; m < 3 && (double)(gpt2c_now_ns() - t_start) < 2.5e9; m++) {
-            const int kc = guess.kc * kmul[a] / 4;
-            tune_try(s, (gemm_bf16_blocking){kc, (int)((long)guess.mc * guess.kc / kc * mmul[m] / 2), guess.nc});
+        for (size_t m = 0; m < 3 && tune_time_left(s, 1.5); m++) {
+            const int kc = g.kc * kmul[a] / 6;
+            tune_try(s, (gemm_bf16_blocking){kc, (int)((long)g.mc * g.kc / kc * mmul[m] / 2), g.nc});
         }
     const gemm_bf16_blocking b1 = s->c[tune_best(s, -1)];
     if (!s->slow) {
         tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
         tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
     }
-    gemm_bf16_blocking best = tune_finish(s, gflops);
-    free(s);
-    g_tuning = 0;
-    tune_free(&td);
-    if (path[0]) cache_write(path, dir, "bf16", k, best, *gflops);
-    return best;
 }
-
-void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, int *from_cache, double *gflops) {
-    char path[512], dir[512], k[300];
-    cache_file(path, sizeof path, dir, sizeof dir);
-    snprintf(k, sizeof k, "%s|%s|threads=%d|build=%s|tune=2", gpt2c_cpu_signature(), gpt2c_isa_name(isa),
-             omp_get_max_threads(), GPT2C_BUILD_TYPE);
-    gemm_bf16_blocking b = {GEMM_KC, 0, 0};
-    *from_cache = 0;
-    *gflops = 0;
-    if (!force && path[0] && cache_read(path, "fp32", k, &b)) {
-        *from_cache = 1;
-        b = set_fp32(b);
-        *mc = b.mc, *nc = b.nc;
-        return;
-    }
-    int gm, gn;
-    gpt2c_cpu_gemm_fp32_blocking_from_caches(&gm, &gn);
-    *mc = gm, *nc = gn;
-    tune_data td;
-    tune_state *s = calloc(1, sizeof *s);
-    if (!s || !tune_alloc(&td)) {
-        free(s);
-        tune_free(&td);
-        return;
-    }
-    g_tuning32 = 1;
-    s->bf16 = 0, s->isa = isa, s->td = &td, s->set = set_fp32;
-    /* 1. K block x rows: kc x {1, 2, 3} (fewer C reloads), rows so that A's
-     * block keeps the L2 guess's bytes (3/8 of L2), x1/2, x2, and columns so
-     * that a packed B block does (half of L2); 2. columns x {1/2, 2, 4}
-     * around the best; at most ~2 s; then the re-time. */
+/* fp32 sweep: kc x {1, 2, 3} (fewer C reloads), rows so that A's block keeps
+ * the L2 guess's bytes (3/8 of L2), x1/2, x2, and columns so that a packed B
+ * block does (half of L2); then columns x {1/2, 2, 4} around the best; at
+ * most ~1.5 s. */
+static void sweep_fp32(tune_state *s) {
     static const int kmul[] = {1, 2, 3}, mmul[] = {2, 1, 4};
-    s->slow = time_layers(0, isa, &td, &s->gflop) > 0.25; /* warm-up */
-    const uint64_t t_start = gpt2c_now_ns();
+    const gemm_bf16_blocking g = s->guess;
     for (size_t a = 0; a < 3; a++)
-        for (size_t m = 0; m < 3 && (double)(gpt2c_now_ns() - t_start) < 1.5e9; m++)
-            tune_try(s, (gemm_bf16_blocking){GEMM_KC * kmul[a], gm * mmul[m] / 2 / kmul[a], gn / kmul[a]});
+        for (size_t m = 0; m < 3 && tune_time_left(s, 1.5); m++)
+            tune_try(s, (gemm_bf16_blocking){g.kc * kmul[a], g.mc * mmul[m] / 2 / kmul[a], g.nc / kmul[a]});
     const gemm_bf16_blocking b1 = s->c[tune_best(s, -1)];
     if (!s->slow) {
         tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc / 2});
         tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 2});
         tune_try(s, (gemm_bf16_blocking){b1.kc, b1.mc, b1.nc * 4});
     }
-    b = tune_finish(s, gflops);
+}
+
+/* One attempt: bursts, the guess and the sweep, bursts, the re-time, bursts
+ * (an unsteady phase ends the attempt at once).
+ * Re-time: one timing per candidate picks by noise on a machine whose speed
+ * jumps within seconds, so the fastest, the runner-up and the guess are timed
+ * TUNE_RETIME more times each, round-robin, and the lowest median wins --
+ * the guess unless another is faster by over 3% (so equal blockings do not
+ * flip from one tune to the next).  Returns 1 if steady (gemm_tune.h). */
+static int tune_attempt(tune_state *s, void (*sweep)(tune_state *), double cached_peak, gemm_bf16_blocking *best,
+                        double *gflops, char *why, size_t why_n) {
+    s->n = s->nb = 0;
+    s->t_start = gpt2c_now_ns();
+    const double one = 1;
+    tune_bursts(s); /* a machine already loaded: no sweep (seconds saved, nothing learnt) */
+    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, &one, 1, why, why_n)) return 0;
+    tune_try(s, s->guess); /* index 0 */
+    sweep(s);
+    tune_bursts(s);
+    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, &one, 1, why, why_n)) return 0;
+    int w[3] = {0, -1, -1}; /* the guess, the fastest other, the next */
+    for (int i = 1; i < s->n; i++)
+        if (w[1] < 0 || s->t[i] < s->t[w[1]]) w[1] = i;
+    for (int i = 1; i < s->n; i++)
+        if (i != w[1] && (w[2] < 0 || s->t[i] < s->t[w[2]])) w[2] = i;
+    const int nw = 1 + (w[1] >= 0) + (w[2] >= 0);
+    double v[3][TUNE_RETIME + 1], med[3];
+    int nv;
+    for (int j = 0; j < nw; j++) v[j][0] = s->t[w[j]];
+    const int rounds = s->slow ? 1 : TUNE_RETIME; /* slow: still two timings each, for the steadiness test */
+    for (int r = 1; r <= rounds; r++)
+        for (int j = 0; j < nw; j++) {
+            s->set(s->c[w[j]]);
+            v[j][r] = time_workload(s->bf16, s->isa, s->td);
+        }
+    nv = rounds + 1;
+    double win_t[TUNE_RETIME + 1];
+    int win = 0;
+    for (int j = 0; j < nw; j++) {
+        double sorted[TUNE_RETIME + 1];
+        memcpy(sorted, v[j], sizeof(double) * nv);
+        qsort(sorted, (size_t)nv, sizeof(double), cmp_dbl);
+        med[j] = 0.5 * (sorted[(nv - 1) / 2] + sorted[nv / 2]);
+        if (med[j] < med[win]) win = j;
+    }
+    if (win != 0 && med[0] <= 1.03 * med[win]) win = 0;
+    memcpy(win_t, v[win], sizeof(double) * nv);
+    tune_bursts(s);
+    *gflops = 1.0 / med[win];
+    *best = s->set(s->c[w[win]]);
+    return gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, win_t, nv, why, why_n);
+}
+
+/* The autotune of one precision: from the cache unless `force`; else up to
+ * two attempts; a steady one is kept, else the guess is set and recorded as
+ * provisional for an hour. */
+static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16_blocking guess, int *from_cache,
+                                   double *gflops) {
+    char path[512], dir[512], k[300];
+    g_done[bf16] = 1;
+    const char *sec = bf16 ? "bf16" : "fp32";
+    tune_set_fn set = bf16 ? set_bf16 : set_fp32;
+    cache_file(path, sizeof path, dir, sizeof dir);
+    key(k, sizeof k, bf16, isa);
+    gemm_bf16_blocking b;
+    int provisional = 0;
+    *from_cache = 0;
+    *gflops = 0;
+    if (!force && path[0] && cache_read(path, sec, k, &b, &provisional)) {
+        *from_cache = 1;
+        snprintf(g_note[bf16], sizeof g_note[bf16], "%s",
+                 provisional ? "cache-size blocking (a recent autotune was refused: machine loaded)" : "cached autotune");
+        return set(b);
+    }
+    guess = set(guess);
+    tune_data td;
+    tune_state *s = calloc(1, sizeof *s);
+    if (!s || !tune_alloc(&td)) {
+        free(s);
+        tune_free(&td);
+        snprintf(g_note[bf16], sizeof g_note[bf16], "not tuned (out of memory): cache-size blocking");
+        return guess;
+    }
+    gpt2c_peak pk;
+    double cached_peak = 0;
+    if (gpt2c_peak_cached(omp_get_max_threads(), &pk)) {
+        const int dp = bf16 && strcmp(gpt2c_cpu_gemm_bf16_kernel(isa)->name, "avx512bf16") == 0;
+        cached_peak = dp ? pk.bf16_gflops : pk.fma_gflops[isa];
+    }
+    s->bf16 = bf16, s->isa = isa, s->td = &td, s->set = set, s->guess = guess;
+    s->slow = (time_workload(bf16, isa, &td), time_workload(bf16, isa, &td)) * 16 > 0.25; /* warm-up; ~16 GFLOP */
+    char why[300] = "";
+    int steady = 0;
+    for (int attempt = 0; attempt < 2 && !steady; attempt++)
+        steady = tune_attempt(s, bf16 ? sweep_bf16 : sweep_fp32, cached_peak, &b, gflops, why, sizeof why);
     free(s);
-    g_tuning32 = 0;
     tune_free(&td);
+    tune_entry e = {b, *gflops, NULL, 0};
+    if (steady) {
+        snprintf(g_note[bf16], sizeof g_note[bf16], "autotuned now (%s)", why);
+    } else {
+        b = set(guess);
+        *gflops = 0;
+        e.b = b, e.refused = why, e.retry_after = (long long)time(NULL) + 3600;
+        snprintf(g_note[bf16], sizeof g_note[bf16], "autotune refused twice (%s): the cache-size blocking is kept", why);
+    }
+    if (path[0]) cache_write(path, dir, sec, k, &e);
+    return b;
+}
+
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops) {
+    g_tuning = 1;
+    const gemm_bf16_blocking b = autotune(1, isa, force, gpt2c_cpu_gemm_bf16_blocking_from_caches(), from_cache, gflops);
+    g_tuning = 0;
+    return b;
+}
+
+void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, int *from_cache, double *gflops) {
+    int gm, gn;
+    gpt2c_cpu_gemm_fp32_blocking_from_caches(&gm, &gn);
+    g_tuning32 = 1;
+    const gemm_bf16_blocking b = autotune(0, isa, force, (gemm_bf16_blocking){GEMM_KC, gm, gn}, from_cache, gflops);
+    g_tuning32 = 0;
     *mc = b.mc, *nc = b.nc;
-    if (path[0]) cache_write(path, dir, "fp32", k, b, *gflops);
 }
 
 void gpt2c_cpu_gemm_fp32_first_use(gpt2c_isa isa) {
-    static int done;
-    if (done || g_tuning32) return;
-    done = 1;
+    if (g_done[0] || g_tuning32) return;
+    g_done[0] = 1;
     int mc, nc, from_cache;
     double gf;
     const char *e = getenv("GPT2C_GEMM_AUTOTUNE");
     if ((e && strcmp(e, "0") == 0) || isa == GPT2C_ISA_SCALAR) { /* the portable kernel: not worth a tune */
         gpt2c_cpu_gemm_fp32_blocking_from_caches(&mc, &nc);
+        snprintf(g_note[0], sizeof g_note[0], "not tuned (%s): cache-size blocking",
+                 isa == GPT2C_ISA_SCALAR ? "portable kernel" : "GPT2C_GEMM_AUTOTUNE=0");
         return;
     }
     gpt2c_cpu_gemm_fp32_autotune(isa, 0, &mc, &nc, &from_cache, &gf);
 }
 
 void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa) {
-    static int done;
-    if (done || g_tuning) return;
-    done = 1;
+    if (g_done[1] || g_tuning) return;
+    g_done[1] = 1;
     const char *e = getenv("GPT2C_GEMM_AUTOTUNE");
     if (e && strcmp(e, "0") == 0) {
         gpt2c_cpu_gemm_bf16_blocking_from_caches();
+        snprintf(g_note[1], sizeof g_note[1], "not tuned (GPT2C_GEMM_AUTOTUNE=0): cache-size blocking");
         return;
     }
     int from_cache;

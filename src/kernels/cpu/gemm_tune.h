@@ -1,0 +1,29 @@
+/* The GEMM autotune's trust test and its outcome (gemm_tune.c,
+ * gemm_tune_steady.c).  A tune timed while the machine is loaded (a
+ * neighbour on a shared VM, another process) picks a blocking by noise, so
+ * its result is kept only when the timings look steady; otherwise the
+ * cache-size guess stays in effect and the tune says why. */
+#ifndef GPT2C_GEMM_TUNE_H
+#define GPT2C_GEMM_TUNE_H
+
+#include <stddef.h>
+
+/* Thresholds of gpt2c_gemm_tune_steady. */
+#define GPT2C_GEMM_TUNE_BURST_SPREAD 1.10 /* slowest peak burst within 10% of the fastest */
+#define GPT2C_GEMM_TUNE_PEAK_FRAC 0.85    /* median burst >= 85% of the cached peak (when there is one) */
+#define GPT2C_GEMM_TUNE_TIME_SPREAD 1.15  /* the winner's re-timings within 15% of each other */
+
+/* 1 if a tune's timings can be trusted: the peak bursts taken before, during
+ * and after it (`bursts`, n of them, GFLOP/s) agree with each other, their
+ * median reaches the cached peak's fraction (cached_peak <= 0: unknown, not
+ * checked), and the winning blocking's timings (`win_t`, nw of them,
+ * seconds) agree.  Else 0, with the reason (one line) in `why`. */
+int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, const double *win_t, int nw, char *why,
+                           size_t why_n);
+
+/* What the last autotune of a precision (bf16: 1, fp32: 0) did, one line:
+ * "cached autotune", "autotuned now (steady: ...)", "refused: <why>; the
+ * cache-size blocking is kept", "not tuned (...)"; "" before any. */
+const char *gpt2c_cpu_gemm_tune_note(int bf16);
+
+#endif
