@@ -116,11 +116,18 @@ static void one_format(gpt2c_format f) {
     gpt2c_model_set_kv_cache(q, GPT2C_KV_F32);       /* fp32 keys and values: exactly the dequantized weights' forward */
     CHECK_OK(gpt2c_infer_create(q, 1, 0, 0, &s));
     gpt2c_qmatmul_set_int8_act(0); /* fp32 activations: exactly the dequantized weights */
+    gpt2c_qmatmul_set_bf16_prefill(0);
     CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 2, got));
     CHECK_OK(gpt2c_infer_decode(s, &tok[T - 2]));
     memcpy(got + (size_t)(T - 2) * Vp, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
     CHECK_OK(gpt2c_infer_decode(s, &tok[T - 1]));
     memcpy(got + (size_t)(T - 1) * Vp, gpt2c_infer_logits(s, 0), sizeof(float) * Vp);
+    /* the default prefill where AVX512_BF16 runs: weights and activations rounded to bf16 (the bf16 GEMM) */
+    float *gotp = malloc(sizeof(float) * (size_t)(T - 2) * Vp);
+    const int bfp = gpt2c_qmatmul_set_bf16_prefill(1);
+    gpt2c_infer_reset(s, 0);
+    CHECK_OK(gpt2c_infer_prefill(s, 0, tok, T - 2, gotp));
+    gpt2c_qmatmul_set_bf16_prefill(0);
     /* the default decode of q8 / q4 on VNNI CPUs: int8 activations, close to it */
     float *got8 = malloc(sizeof(float) * Vp);
     const int int8 = gpt2c_qmatmul_set_int8_act(1);
@@ -148,6 +155,19 @@ static void one_format(gpt2c_format f) {
         worst = e > worst ? e : worst;
     }
     CHECK_MSG(worst < 1e-4, "%s: infer vs dequantized forward: relative error %.3g", fname, worst);
+    double eb = 0, ebx = 0; /* the bf16 prefill vs the dequantized forward, and vs the exact prefill */
+    for (int t = 0; t < T - 2; t++) {
+        const double e = max_rel(gotp + (size_t)t * Vp, want + (size_t)t * Vp, (size_t)V);
+        const double ex = max_rel(gotp + (size_t)t * Vp, got + (size_t)t * Vp, (size_t)V);
+        eb = e > eb ? e : eb, ebx = ex > ebx ? ex : ebx;
+    }
+    if (bfp) { /* bf16 rounding of weights and activations: ~2^-9 per operand */
+        CHECK_MSG(eb > 1e-5 && eb < 3e-2, "%s: bf16 prefill vs dequantized forward: relative error %.3g", fname, eb);
+        printf("  %s: prefill with bf16 weights and activations vs dequantized forward %.2g\n", fname, eb);
+    } else {
+        CHECK_MSG(ebx == 0, "%s: prefill without AVX512_BF16 is not the fp32 path: %.3g", fname, ebx);
+    }
+    free(gotp);
     const double e8 = max_rel(got8, want + (size_t)(T - 1) * Vp, (size_t)V);
     CHECK_MSG(e8 < 3e-2, "%s: int8-activation decode vs dequantized forward: relative error %.3g", fname, e8);
     if (int8) printf("  %s: decode with int8 activations vs dequantized forward %.2g\n", fname, e8);

@@ -65,6 +65,9 @@ void gpt2c_quant_unpack_row(const gpt2c_tensor *t, int64_t r, float *out);
 /* Rows [r0, r1) of t into dst ((r1 - r0) * cols floats), vectorised: the
  * same values as gpt2c_quant_unpack_row.  Only where gpt2c_cpu_isa() is AVX-512. */
 void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *t, int64_t r0, int64_t r1, float *dst);
+/* The same rows rounded to bf16 ((r1 - r0) * cols values; nearest even, as
+ * the bf16 GEMM rounds an fp32 operand). Only where gpt2c_cpu_isa() is AVX-512. */
+void gpt2c_quant_unpack_rows_bf16_avx512(const gpt2c_tensor *t, int64_t r0, int64_t r1, uint16_t *dst);
 /* Dequantizes the whole tensor into out (rows * cols floats). */
 void gpt2c_quant_unpack(const gpt2c_tensor *t, float *out);
 
@@ -91,6 +94,29 @@ void gpt2c_qmatmul_range(float *out, const float *inp, const gpt2c_tensor *w, co
  * (granted only where VNNI runs) and returns the same. */
 int gpt2c_qmatmul_int8_act(void);
 int gpt2c_qmatmul_set_int8_act(int on);
+/* Prefill: GPT2C_QMATMUL_PREFILL_ROWS activation rows or more on the cpu
+ * backend with AVX-512 (src/quant/qmatmul_prefill.c).  The weight rows of
+ * the range [o0, o1) are dequantized into a per-thread buffer (never a whole
+ * weight) and multiplied by a GEMM:
+ *   bf16 (the default where AVX512_BF16 runs): weights and activations
+ *        rounded to bf16 (nearest even), fp32 accumulation: exactly the cpu
+ *        bf16 GEMM (gemm_bf16.h) of the dequantized weights;
+ *   fp32 (GPT2C_QUANT_ACT=f32 or set_bf16_prefill(0), or no AVX512_BF16):
+ *        the fp32 GEMM of exactly the dequantized weights.
+ * inp: N rows of IC fp32, or (in_bf16, only where the bf16 path runs) of IC
+ * bf16 values already rounded.  Returns 1 when it computed the range, 0 when
+ * the caller must (too few rows, no AVX-512, no memory).
+ * gpt2c_qmatmul_bf16_prefill: whether the bf16 path is in use; set_ asks for
+ * it (granted only where AVX512_BF16 runs) and returns the same. */
+enum { GPT2C_QMATMUL_PREFILL_ROWS = 16 };
+int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w, const float *bias,
+                                int N, int act, int o0, int o1);
+int gpt2c_qmatmul_bf16_prefill(void);
+int gpt2c_qmatmul_set_bf16_prefill(int on);
+/* The bf16 path's fallback when its buffer cannot be allocated (the same
+ * sums, one output at a time, no memory at all); exposed for tests. */
+void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w,
+                                           const float *bias, int N, int act, int o0, int o1);
 /* The int8-activation scheme in plain C (its oracle in tests). */
 void gpt2c_qmatmul_range_int8_scalar(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N,
                                      int act, int o0, int o1);

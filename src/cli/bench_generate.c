@@ -155,11 +155,12 @@ int bench_generate(int argc, char **argv) {
                    "\"runs\":%d,\"cpu_time\":%d,\"hugepages\":%d,\"prefill_tok_s\":%.1f,\"decode_tok_s\":%.1f,\"decode_ms_per_step\":%.3f,"
                    "\"decode_weight_gb_s\":%.1f,\"weights_mb\":%.1f,\"state_mb\":%.1f,\"peak_rss_mb\":%.1f,"
                    "\"format\":\"%s\",\"weights_resident_mb\":%.1f,\"decode_bytes_per_step_mb\":%.1f,"
-                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f,\"kv_cache\":\"%s\",\"quant_act\":\"%s\"}\n",
+                   "\"read_gb_s\":%.1f,\"decode_bound_tok_s\":%.1f,\"decode_pct_of_bound\":%.1f,\"kv_cache\":\"%s\",\"quant_act\":\"%s\","
+                   "\"quant_prefill\":\"%s\"}\n",
                    model, backend, nthreads, P, N, batch, runs, cpu_time, huge, prefill, decode, 1e3 * step_s, wbytes / step_s / 1e9,
                    wbytes / 1e6, state_mb, rss_mb, fmt, resident_mb, step_bytes / 1e6, read_gbs, bound_tok_s,
                    bound_tok_s > 0 ? 100.0 * decode / bound_tok_s : 0.0, gpt2c_kv_cache_name(gpt2c_infer_kv_cache(s)),
-                   gpt2c_qmatmul_int8_act() ? "int8" : "f32");
+                   gpt2c_qmatmul_int8_act() ? "int8" : "f32", gpt2c_qmatmul_bf16_prefill() ? "bf16" : "f32");
         } else {
             printf("model %s (%zu params, %.0f MB %s%s), backend %s, %d threads, batch %d\n", model, gpt2c_model_num_params(m),
                    wbytes / 1e6, fmt, huge ? ", 2 MiB pages" : "", backend, nthreads, batch);

@@ -33,7 +33,9 @@ int qact_arg_apply(const char *cmd, const char *qa) {
     if (!qa) return 0;
     if (strcmp(qa, "f32") == 0) {
         gpt2c_qmatmul_set_int8_act(0);
+        gpt2c_qmatmul_set_bf16_prefill(0);
     } else if (strcmp(qa, "int8") == 0) {
+        gpt2c_qmatmul_set_bf16_prefill(1);
         if (!gpt2c_qmatmul_set_int8_act(1))
             fprintf(stderr, "%s: note: --quant-act int8 needs AVX-512 VNNI, which this CPU (or --isa) lacks: fp32 activations\n",
                     cmd);

@@ -20,11 +20,13 @@ int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, 
 /* Sets m's cache type (kv NULL: leave it); a one-line error naming --kv-cache and non-zero if unknown. */
 int kv_arg_apply(const char *cmd, const char *kv, gpt2c_model *m);
 
-/* `--quant-act int8|f32`: the activations of the quantized decode kernels (gpt2c_qmatmul_set_int8_act):
- * generate, bench generate, profile, serve. */
+/* `--quant-act int8|f32`: the activations of the quantized matmuls: int8 decode (gpt2c_qmatmul_set_int8_act)
+ * and bf16 prefill (gpt2c_qmatmul_set_bf16_prefill) where the CPU has them, or f32 (exactly the dequantized
+ * weights in both): generate, bench generate, profile, serve. */
 #define QACT_ARG_OPT(qa)                                                                                            \
     {"--quant-act", CLI_STR, &(qa),                                                                                 \
-     "quantized decode activations: int8|f32 (default int8 where AVX-512 VNNI runs; f32: exactly the dequantized weights)", 0, 0}
+     "quantized activations: int8|f32 (default int8: int8 decode where AVX-512 VNNI runs, bf16 prefill where "     \
+     "AVX512_BF16 runs; f32: exactly the dequantized weights, decode and prefill)", 0, 0}
 /* Sets the activation mode (qa NULL: leave it); a one-line error naming --quant-act and non-zero if unknown;
  * a one-line note on stderr when int8 is asked for on a CPU without AVX-512 VNNI (fp32 is used). */
 int qact_arg_apply(const char *cmd, const char *qa);

@@ -77,7 +77,7 @@ static int nchunks(long total, int step) { return (int)((total + step - 1) / ste
  * evens out a preempted one).  Each output's arithmetic does not depend on
  * its chunk. */
 static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
-    if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16)) return MM_CHUNK;
+    if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16 && !gpt2c_format_is_quantized(f))) return MM_CHUNK;
     int step = OC / (3 * nth) / MM_CHUNK * MM_CHUNK;
     return step < MM_CHUNK ? MM_CHUNK : step > 4 * MM_CHUNK ? 4 * MM_CHUNK : step;
 }
@@ -103,6 +103,13 @@ static void round_rows_bf16(uint16_t *restrict dst, const float *restrict src, s
 static gpt2c_tensor infer_weight(const gpt2c_model *m, int id, int l) {
     const gpt2c_tensor *q = gpt2c_qweight(m, id, l);
     return q ? *q : gpt2c_model_weight(m, id, l);
+}
+/* Whether a prefill-sized matmul on weights of format f takes its input as
+ * bf16 rows (GPT2C_ACT_IN_BF16): bf16 weights, or quantized ones where the
+ * table's quantized prefill multiplies in bf16 (gpt2c_qmatmul_bf16_prefill). */
+static int bf16_rows_for(const gpt2c_kernels *k, gpt2c_format f) {
+    return k->infer_bf16_input && GPT2C_KERNELS_TAKES(k, matmul_infer_range, f) &&
+           (f == GPT2C_FMT_BF16 || (gpt2c_format_is_quantized(f) && gpt2c_qmatmul_bf16_prefill()));
 }
 #define MATMUL_RANGE(out, inp, w, bias, N, IC, OC, act, o0, o1)                                                   \
     GPT2C_KERNELS_FOR(k, matmul_infer_range, &(w))->matmul_infer_range(out, inp, &(w), bias, N, IC, OC, act, o0, o1)
@@ -149,7 +156,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
     const gpt2c_tensor bwte = gpt2c_model_weight(m, GPT2C_P_WTE, 0); /* bf16 in bf16 precision */
     gpt2c_threads_use(m->threads);
     if (n >= GPT2C_INFER_GEMM_ROWS && k->infer_prepare) /* the GEMMs' first use */
-        k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16);
+        k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? 1 : gpt2c_model_qweights(m) ? 2 : 0);
 #pragma omp parallel
     {
         int st = 0;
@@ -204,8 +211,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const float *la = site >= 0 ? gpt2c_lora_A(m->lora, site, l, 0) : NULL;
                     if (gelu) out = buf[gpt2c_block_stages[++i].out];
                     /* many rows on bf16 weights: the input rounded to bf16 once (see GPT2C_ACT_IN_BF16) */
-                    const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && w.fmt == GPT2C_FMT_BF16 &&
-                                    GPT2C_KERNELS_TAKES(k, matmul_infer_range, w.fmt);
+                    const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, w.fmt);
                     if (xbf)
                         STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){0, 6.0 * n * IC}), {
                             RANGE(r0, r1, chunk, ROW_CHUNK, n);
@@ -307,8 +313,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         }
         /* s->ln holds lnf (n,C) */
         const gpt2c_tensor wte = W(WTE, 0);
-        const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && wte.fmt == GPT2C_FMT_BF16 &&
-                         GPT2C_KERNELS_TAKES(k, matmul_infer_range, wte.fmt);
+        const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, wte.fmt);
         if (lxbf)
             STAGE(nchunks(lm_rows, ROW_CHUNK), GPT2C_OP_MATMUL_LMHEAD, -1, ((op_cost){0, 6.0 * lm_rows * C}), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, lm_rows);

@@ -6,6 +6,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/lora.h"
 #include "gpt2c/precision.h"
+#include "gpt2c/quant.h"
 #include "infer/infer_state.h"
 #include "kernels/kernels.h"
 #include "model/gpt2_block.h"
@@ -77,7 +78,9 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     const size_t cache_floats = s->kv_bf16 ? RUP((L * s->layer_cache + 1) / 2) : RUP(L * s->layer_cache);
     /* the bf16 rows of a matmul's input (infer_forward.c: bf16 weights on a
      * table that takes them, prefill-sized passes): (R, 4C) bf16 in floats' room */
-    const int bf16_rows = m->k->infer_bf16_input && gpt2c_model_precision(m) == GPT2C_FMT_BF16 &&
+    const int bf16_rows = m->k->infer_bf16_input &&
+                          (gpt2c_model_precision(m) == GPT2C_FMT_BF16 ||
+                           (gpt2c_model_qweights(m) && gpt2c_qmatmul_bf16_prefill())) &&
                           R >= GPT2C_INFER_GEMM_ROWS;
     const size_t sizes[] = {cache_floats, cache_floats, RUP(R * C), RUP(R * C), RUP(R * C),
                             RUP(R),                  RUP(R),                  RUP(R * 3 * C), RUP(R * C), RUP(R * C),

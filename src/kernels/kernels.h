@@ -17,7 +17,8 @@
 
 enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_range */
 /* A flag OR'd into matmul_infer_range's act, only for a table with
- * infer_bf16_input set and a bf16 weight: inp then points to N rows of IC bf16
+ * infer_bf16_input set and a bf16 weight, or a quantized one while
+ * gpt2c_qmatmul_bf16_prefill() (gpt2c/quant.h): inp then points to N rows of IC bf16
  * values (uint16_t, row stride IC), the fp32 input already rounded to nearest
  * even (kernels/bf16.h) -- rounded once per matmul instead of once per range. */
 enum { GPT2C_ACT_IN_BF16 = 0x100 };
@@ -49,7 +50,9 @@ typedef struct gpt2c_kernels {
     /* Optional (NULL: none): called by the inference before a pass of many
      * rows, outside its parallel region, with the thread count set: the cpu
      * backend's GEMMs take their first-use blocking (autotune or cache) there
-     * rather than inside a range.  bf16: the model's matmul weights are bf16. */
+     * rather than inside a range.  bf16: 1 when the model's matmul weights are
+     * bf16, 2 when they are quantized (the cpu backend may multiply them in
+     * bf16 or fp32: gpt2c/quant.h's prefill), else 0. */
     void (*infer_prepare)(int bf16);
     /* compute (ops.h), then device memory and profiler hooks (device backends only) */
 #define GPT2C_TABLE_ENTRY(ret, name, params, args) ret(*name) params;

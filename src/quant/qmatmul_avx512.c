@@ -112,6 +112,36 @@ void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r
     }
 }
 
+/* fp32 -> bf16, round to nearest even, NaN kept quiet: gemm_bf16.c's
+ * f32_to_bf16_bits lane by lane in integers (vcvtneps2bf16 would flush
+ * denormals), so a weight rounded here is the one the bf16 GEMM would pack
+ * from the dequantized fp32 row. */
+static inline __m256i bf16_of(__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i r = _mm512_add_epi32(
+        u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000)), 16));
+}
+
+static _Thread_local float rowbuf[QMM_MAX_IC] __attribute__((aligned(64)));
+
+void gpt2c_quant_unpack_rows_bf16_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r1, uint16_t *dst) {
+    qctx c = {w, gpt2c_quant_block(w->fmt, w->block), 0, _mm512_loadu_ps(gpt2c_nf4_code), 0};
+    c.nbr = w->cols / c.b, c.sh = pow2_shift(c.b);
+    const int64_t IC = w->cols;
+    for (int64_t r = r0; r < r1; r++) {
+        uint16_t *d = dst + (r - r0) * IC;
+        if (w->fmt != GPT2C_FMT_Q8 && IC <= QMM_MAX_IC) { /* the lookup kernel's row, then rounded from L1 */
+            gpt2c_quant_unpack4_row_avx512(w, r, rowbuf);
+            for (int64_t k = 0; k < IC; k += 16) _mm256_storeu_si256((__m256i *)(d + k), bf16_of(_mm512_load_ps(rowbuf + k)));
+            continue;
+        }
+        for (int64_t k = 0; k < IC; k += 16) _mm256_storeu_si256((__m256i *)(d + k), bf16_of(dq16(&c, r, k)));
+    }
+}
+
 void gpt2c_qmatmul_avx512(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int act,
                           int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;

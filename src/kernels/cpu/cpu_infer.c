@@ -39,29 +39,6 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
         }
 }
 
-/* Quantized weights with many rows (prefill): the rows of one output range
- * (a stage chunk: 64-256 rows, <= 1.6 MiB for GPT-2 XL) are dequantized into
- * a per-thread buffer and multiplied by the fp32 GEMM, whose cost then
- * dominates; never a whole weight.  Fewer rows: src/quant's fused kernels. */
-#if defined(__x86_64__)
-enum { QUANT_GEMM_ROWS = 16 };
-static _Thread_local float *qbuf;
-static _Thread_local size_t qbuf_floats;
-
-static int dequant_range(const gpt2c_tensor *w, int o0, int o1) {
-    const size_t need = (size_t)(o1 - o0) * (size_t)w->cols;
-    if (need > qbuf_floats) {
-        free(qbuf);
-        qbuf = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-        qbuf_floats = qbuf ? need : 0;
-        if (!qbuf) return 0; /* no memory: the fused kernels need none */
-    }
-    gpt2c_quant_unpack_rows_avx512(w, o0, o1, qbuf); /* called on the AVX-512 path only */
-    return 1;
-}
-
-#endif
-
 /* f32 weights, bf16 ones (infer_bf16.h), and the block-quantized ones
  * through the fused dequantize-and-multiply kernels of src/quant (the
  * table's formats mask says so) */
@@ -74,13 +51,8 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
         return;
     }
     if (gpt2c_format_is_quantized(wt->fmt)) {
-#if defined(__x86_64__)
-        if (use_avx512 && N >= QUANT_GEMM_ROWS && dequant_range(wt, o0, o1)) {
-            /* prefill: the range's rows dequantized once, then the packed fp32 GEMM over all N rows */
-            gpt2c_cpu_infer_matmul_avx512(out + o0, inp, qbuf, bias ? bias + o0 : NULL, N, IC, OC, act, 0, o1 - o0);
-            return;
-        }
-#endif
+        /* prefill: the range's rows dequantized once, then the bf16 or fp32 GEMM over all N rows */
+        if (use_avx512 && gpt2c_qmatmul_prefill_range(out, inp, in_bf16, wt, bias, N, act, o0, o1)) return;
         gpt2c_qmatmul_range(out, inp, wt, bias, N, act, o0, o1);
         return;
     }
@@ -147,10 +119,8 @@ static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, c
  * (gemm_tune.c: the autotune, cached per CPU): take it here, before. */
 static void cpu_infer_prepare(int bf16) {
     const gpt2c_isa isa = gpt2c_cpu_isa();
-    if (bf16)
-        gpt2c_cpu_gemm_bf16_first_use(isa);
-    else
-        gpt2c_cpu_gemm_fp32_first_use(isa);
+    if (bf16 != 1) gpt2c_cpu_gemm_fp32_first_use(isa);
+    if (bf16 == 1 || (bf16 == 2 && gpt2c_qmatmul_bf16_prefill())) gpt2c_cpu_gemm_bf16_first_use(isa);
 }
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
