@@ -10,7 +10,9 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
                                                             long ldb, float *C, long ldc, int load_c, const float *bias,
                                                             const int a_rows) {
     __m256 c[MR][2];
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++)
             c[r][v] = load_c ? _mm256_loadu_ps(C + r * ldc + 8 * v)
                              : (bias ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps());
@@ -25,7 +27,9 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
         }
         b += ldb;
     }
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
 }
 

@@ -14,7 +14,9 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
                                                             long ldb, float *C, long ldc, int load_c, const float *bias,
                                                             const int a_rows) {
     __m512 c[MR][4];
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
+    #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
@@ -41,7 +43,9 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
         }
         b += ldb;
     }
+    #pragma GCC unroll 6
     for (int r = 0; r < MR; r++)
+    #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
 

@@ -9,7 +9,9 @@
 static void kern_fma_4x16(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                           const float *bias) {
     __m256 c[4][2];
+    #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++)
             c[r][v] = load_c ? _mm256_loadu_ps(C + r * ldc + 8 * v)
                              : (bias ? _mm256_loadu_ps(bias + 8 * v) : _mm256_setzero_ps());
@@ -28,7 +30,9 @@ static void kern_fma_4x16(int kp, const uint32_t *a, const uint32_t *b, float *C
             c[r][1] = _mm256_fmadd_ps(al, bl1, c[r][1]);
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < 4; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
 }
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2", 4, 16, kern_fma_4x16, NULL, NULL, NULL, NULL};

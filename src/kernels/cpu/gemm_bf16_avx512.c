@@ -13,7 +13,9 @@
 static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                          const float *bias) {
     __m512 c[6][4];
+#pragma GCC unroll 6
     for (int r = 0; r < 6; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
@@ -29,7 +31,9 @@ static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C,
             c[r][3] = _mm512_dpbf16_ps(c[r][3], ar, b3);
         }
     }
+#pragma GCC unroll 6
     for (int r = 0; r < 6; r++)
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
 /* Six rows of pair words (row r at src + r*ld, nb <= 6 of them, zero rows
@@ -133,7 +137,9 @@ const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,
 static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                           const float *bias) {
     __m512 c[6][2];
+    #pragma GCC unroll 6
     for (int r = 0; r < 6; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
@@ -152,7 +158,9 @@ static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C
             c[r][1] = _mm512_fmadd_ps(al, bl1, c[r][1]);
         }
     }
+    #pragma GCC unroll 6
     for (int r = 0; r < 6; r++)
+    #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f", 6,         32,        kern_fma_6x32, pack_words,
