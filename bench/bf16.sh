@@ -49,6 +49,11 @@ if [ "${MODEL:-1}" = 1 ]; then
   [ "$CT" = 1 ] && [ "$MT" = 1 ] && gextra+=(--cpu-time)
   J=$(mktemp)
   trap 'rm -f "$J"' EXIT
+  # the GEMM blockings the model runs use (tuned now unless cached: not inside
+  # a timed run), and whether each tune was kept or refused under load
+  for p in fp32 bf16; do
+    "$G" bench gemm --precision $p --threads "$MT" --n 16 --reps 1 --no-blas --no-local-peak | grep -i blocking || true
+  done
   for r in $(seq "$R"); do
     echo "== model round $r"
     if [ "${TRAIN:-1}" = 1 ]; then

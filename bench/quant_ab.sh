@@ -5,6 +5,8 @@
 # MODE=cpu (default): 1 thread, process CPU time (--cpu-time: immune to preemption, not to a neighbour's
 # memory traffic); MODE=wall: THREADS threads (default 2), wall clock.  NEW's default KV cache is bf16 for
 # quantized weights; KV=f32 runs NEW with --kv-cache f32 (the kernels alone).
+# BASE_ENV / NEW_ENV: environment settings for each side (e.g. BASE_ENV=GPT2C_INFER_SPLIT=0 with one build as
+# both BASE and NEW: an A/B of a runtime switch).
 # Usage: bench/quant_ab.sh BASE_BUILD NEW_BUILD [OUT]   (REPS=3 P=512 TOKENS=32 BATCHES="1 8" FMTS="f32 q8 q4 nf4")
 set -eu
 BASE="$1/gpt2c"; NEW="$2/gpt2c"; OUT="${3:-out/bench_quant_ab}"
@@ -16,8 +18,8 @@ for rep in $(seq "${REPS:-3}"); do
     for f in ${FMTS:-f32 q8 q4 nf4}; do
       Q=(); [ "$f" = f32 ] || Q=(--quant "$f")
       for side in base new; do
-        G=$BASE; K=(); [ $side = new ] && G=$NEW && [ -n "${KV:-}" ] && K=(--kv-cache "$KV")
-        "$G" bench generate --model gpt2 "${Q[@]+"${Q[@]}"}" "${K[@]+"${K[@]}"}" "${T[@]}" --prompt-len "${P:-512}" \
+        G=$BASE; E=${BASE_ENV:-}; K=(); [ $side = new ] && G=$NEW && E=${NEW_ENV:-} && [ -n "${KV:-}" ] && K=(--kv-cache "$KV")
+        env $E "$G" bench generate --model gpt2 "${Q[@]+"${Q[@]}"}" "${K[@]+"${K[@]}"}" "${T[@]}" --prompt-len "${P:-512}" \
           --tokens "${TOKENS:-32}" --batch "$b" --runs 1 --no-peak --json \
           | sed "s/^{/{\"rep\":$rep,\"side\":\"$side\",\"fmt\":\"$f\",/" >> "$OUT/ab.jsonl"
       done

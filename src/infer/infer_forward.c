@@ -13,6 +13,7 @@
  * arithmetic: results do not depend on the thread count. */
 #include <omp.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpt2c/lora.h"
@@ -43,6 +44,34 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
             sched_yield();
 }
 
+/* A decode matmul stage's next chunk for thread tid, or -1 when all are taken.
+ * The chunks are split in two contiguous halves; a thread takes its own half
+ * (tid & 1) front to back, then what is left of the other half from its back.
+ * So with 2 threads each streams one contiguous run of weight rows (its
+ * prefetches, 8 KiB ahead of the codes being read, land in its own next
+ * chunk, and the hardware prefetchers are not restarted at every chunk), yet
+ * a thread that is preempted still holds back only the chunk it is in.  A
+ * claim is valid while front + back taken < the half's length; every claim is
+ * one atomic add on the half's word, so no chunk is taken twice or skipped.
+ * Which thread computes a chunk does not change its arithmetic. */
+static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
+    const int mid = (n + 1) / 2;
+    const int own = tid & 1;
+    if (!*stealing) {
+        _Atomic uint64_t *h = own ? &c->half1 : &c->half0;
+        const int lo = own ? mid : 0, len = own ? n - mid : mid;
+        const uint64_t v = atomic_fetch_add_explicit(h, 1, memory_order_relaxed);
+        const int64_t f = (int64_t)(v & 0xffffffffu), b = (int64_t)(v >> 32);
+        if (f + b < len) return lo + (int)f;
+        *stealing = 1;
+    }
+    _Atomic uint64_t *h = own ? &c->half0 : &c->half1;
+    const int hi = own ? mid : n, len = own ? mid : n - mid;
+    const uint64_t v = atomic_fetch_add_explicit(h, (uint64_t)1 << 32, memory_order_relaxed);
+    const int64_t f = (int64_t)(v & 0xffffffffu), b = (int64_t)(v >> 32);
+    return f + b < len ? hi - 1 - (int)b : -1;
+}
+
 /* One stage: claim chunks (the body sees `chunk`), then wait for the rest.
  * With a profiler attached each stage is a scope, recorded by thread 0 alone
  * (the profiler has one writer) from its arrival to the stage's last chunk:
@@ -56,6 +85,26 @@ static void wait_done(gpt2c_stage_ctr *c, int n) {
             gpt2c_prof_begin(prof, op, layer, k_.flops, k_.bytes);                                             \
         }                                                                                                      \
         for (int chunk; (chunk = atomic_fetch_add_explicit(&c_->next, 1, memory_order_relaxed)) < n_;) {     \
+            __VA_ARGS__;                                                                                       \
+            atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
+        }                                                                                                      \
+        wait_done(c_, n_);                                                                                     \
+        if (recorder) gpt2c_prof_end(prof);                                                                    \
+    } while (0)
+
+/* STAGE for a decode matmul or attention (claim_split's order when split, else STAGE's) */
+#define STAGE_SPLIT(split, nchunks, op, layer, cost, ...)                                                         \
+    do {                                                                                                       \
+        gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
+        const int n_ = (nchunks);                                                                              \
+        if (recorder) {                                                                                        \
+            const op_cost k_ = (cost);                                                                         \
+            gpt2c_prof_begin(prof, op, layer, k_.flops, k_.bytes);                                             \
+        }                                                                                                      \
+        int stealing_ = 0;                                                                                     \
+        for (int chunk; (chunk = (split) ? claim_split(c_, n_, tid, &stealing_)                                \
+                                         : atomic_fetch_add_explicit(&c_->next, 1, memory_order_relaxed)) >= 0 && \
+                        chunk < n_;) {                                                                         \
             __VA_ARGS__;                                                                                       \
             atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
         }                                                                                                      \
@@ -149,6 +198,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
     for (int i = 0; i < s->nctr; i++) {
         atomic_store_explicit(&s->ctr[i].next, 0, memory_order_relaxed);
         atomic_store_explicit(&s->ctr[i].done, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ctr[i].half0, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->ctr[i].half1, 0, memory_order_relaxed);
     }
     const gpt2c_tensor *qwte = gpt2c_qweight(m, GPT2C_P_WTE, 0);
     if (m->lora && !s->lora_t)
@@ -157,10 +208,15 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
     gpt2c_threads_use(m->threads);
     if (n >= GPT2C_INFER_GEMM_ROWS && k->infer_prepare) /* the GEMMs' first use */
         k->infer_prepare(gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? 1 : gpt2c_model_qweights(m) ? 2 : 0);
+    /* GPT2C_INFER_SPLIT=0: decode matmuls claim chunks in order from one counter (A/B runs) */
+    const char *split_env = getenv("GPT2C_INFER_SPLIT");
+    const int split_on = !(split_env && split_env[0] == '0');
 #pragma omp parallel
     {
         int st = 0;
-        const int nth = omp_get_num_threads();
+        const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
+        /* decode-sized matmuls (matrix-vector products): each thread its own half of the weight rows */
+        const int split = nth > 1 && n < GPT2C_INFER_GEMM_ROWS && split_on;
         const int recorder = prof && omp_get_thread_num() == 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
@@ -220,7 +276,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const int mstep = matmul_step(n, OC, w.fmt, nth);
                     const void *min = xbf ? (const void *)s->xbf : (const void *)in;
                     const int act = (gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE) | (xbf ? GPT2C_ACT_IN_BF16 : 0);
-                    STAGE(nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
+                    STAGE_SPLIT(split, nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
                         RANGE(o0, o1, chunk, mstep, OC);
                         MATMUL_RANGE(out, min, w, bias, n, IC, OC, act, o0, o1);
                     });
@@ -268,7 +324,8 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                                         in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
                     });
                     const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
-                    STAGE(nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
+                    /* decode: each thread its own half of the (sequence, head) tasks, whose caches are contiguous */
+                    STAGE_SPLIT(split && Tq == 1, nchunks((long)nb * Tq * NH, att_step), bs->op, l, att_cost, {
                         const long t0 = (long)chunk * att_step, tend = (long)nb * Tq * NH;
                         if (seqs) { /* decode (att_step 1): task = (row b, head h), on sequence seqs[b]'s cache */
                             const int b = (int)(t0 / NH), h = (int)(t0 % NH);
@@ -320,7 +377,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                 round_rows_bf16(s->xbf + (size_t)r0 * C, lm_in + (size_t)r0 * C, (size_t)(r1 - r0) * C);
             });
         const void *lmin = lxbf ? (const void *)s->xbf : (const void *)lm_in;
-        STAGE(nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
+        STAGE_SPLIT(split && lm_rows < GPT2C_INFER_GEMM_ROWS, nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
             MATMUL_RANGE(lm_out, lmin, wte, NULL, lm_rows, C, Vp, lxbf ? GPT2C_ACT_IN_BF16 : GPT2C_ACT_NONE, o0, o1);
         });

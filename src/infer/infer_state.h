@@ -16,10 +16,15 @@ enum { GPT2C_INFER_GEMM_ROWS = 16 };
 
 /* One stage of the parallel forward (infer_forward.c): chunks claimed, chunks
  * done.  One cache line each, so threads claiming in one stage do not slow
- * those waiting on another. */
+ * those waiting on another.  A decode matmul stage claims from two halves
+ * instead of `next` (infer_forward.c, claim_split): half[i] counts the chunks
+ * taken from half i's front (low 32 bits) and back (high 32 bits), each on a
+ * line of its own. */
 typedef struct gpt2c_stage_ctr {
     _Alignas(64) atomic_int next;
     atomic_int done;
+    _Alignas(64) _Atomic uint64_t half0;
+    _Alignas(64) _Atomic uint64_t half1;
 } gpt2c_stage_ctr;
 
 struct gpt2c_infer {

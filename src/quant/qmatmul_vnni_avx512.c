@@ -130,6 +130,11 @@ rows_vnni(float *out, const gpt2c_tensor *w, const float *bias, const int r0, co
     }
 }
 
+/* how far ahead of the codes being read the next ones are prefetched: 8 KiB
+ * (1-8 KiB measured alike on weights out of cache, 0 slower; one thread,
+ * bench/qmatmul_micro.c) */
+enum { QMM_PF_BYTES = 8192 };
+
 /* For the 128-element kernels below: one group of 32 activations (a, b: its
  * two halves in the order the weights' codes want) quantized to int8 at
  * bytes k + 16g and k + 64 + 16g of row n, nearest, with d = absmax / 127
@@ -191,7 +196,11 @@ rows_vnni_q4x128(float *out, const gpt2c_tensor *w, const float *bias, const int
         for (int n = 0; n < N; n++) acc[n] = _mm512_setzero_ps();
         const float *dw = w->scales + o * nbr;
         const uint8_t *codes = (const uint8_t *)w->data + o * IC / 2;
+        /* the first pass of 4 activation rows reads the weights from memory: prefetch as rows4_vnni_n1 does
+         * (the next row's scales, the codes QMM_PF_BYTES ahead); later passes find them in L1 */
+        if (r0 == 0) _mm_prefetch((const char *)(dw + nbr), _MM_HINT_T0);
         for (int64_t k = 0; k < IC; k += 128) {
+            if (r0 == 0) _mm_prefetch((const char *)codes + k / 2 + QMM_PF_BYTES, _MM_HINT_T0);
             const __m512i v = _mm512_loadu_si512(codes + k / 2);
             const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
             __m128 d4;
@@ -255,7 +264,9 @@ rows_vnni_nf4x128(float *out, const gpt2c_tensor *w, const float *bias, const in
         for (int n = 0; n < N; n++) acc[n] = _mm512_setzero_ps();
         const float *dw = w->scales + o * nbr;
         const uint8_t *codes = (const uint8_t *)w->data + o * IC / 2;
+        if (r0 == 0) _mm_prefetch((const char *)(dw + nbr), _MM_HINT_T0); /* as rows_vnni_q4x128 */
         for (int64_t k = 0; k < IC; k += 128) {
+            if (r0 == 0) _mm_prefetch((const char *)codes + k / 2 + QMM_PF_BYTES, _MM_HINT_T0);
             const __m512i v = _mm512_loadu_si512(codes + k / 2);
             const __m512i ulo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, low4));                         /* odd elements */
             const __m512i uhi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4)); /* even ones */
@@ -296,10 +307,6 @@ __attribute__((target("avx512vnni"), always_inline)) static inline __m128 reduce
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), z));
 }
 
-/* how far ahead of the codes being read the next ones are prefetched: 8 KiB
- * (1-8 KiB measured alike on weights out of cache, 0 slower; one thread,
- * bench/qmatmul_micro.c) */
-enum { QMM_PF_BYTES = 8192 };
 
 __attribute__((target("avx512vnni"), always_inline)) static inline void
 rows4_vnni_n1(float *out, const gpt2c_tensor *w, const float *bias, const int kind, int act, int o0, int o1) {

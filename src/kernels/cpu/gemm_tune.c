@@ -379,7 +379,7 @@ static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16
                  provisional ? "cache-size blocking (a recent autotune was refused: machine loaded)" : "cached autotune");
         return set(b);
     }
-    guess = set(guess);
+    b = guess = set(guess);
     tune_data td;
     tune_state *s = calloc(1, sizeof *s);
     if (!s || !tune_alloc(&td)) {
