@@ -2,8 +2,8 @@
 # Decode before / after (issue 13, third session): two builds of gpt2c (BASE, NEW) run `bench generate` on
 # GPT-2 124M with random weights quantized on load, interleaved (base, new, base, new, ...) so that a busy
 # moment of a shared machine hits both alike; medians over REPS and the new/base ratio within each repeat.
-# MODE=cpu (default): 1 thread, process CPU time (--cpu-time: immune to preemption, not to a neighbour's
-# memory traffic); MODE=wall: THREADS threads (default 2), wall clock.  NEW's default KV cache is bf16 for
+# MODE=cpu (default): 1 thread (THREADS=N: N), process CPU time (--cpu-time: at 1 thread immune to preemption,
+# not to a neighbour's memory traffic; at 2 it counts the threads' waits at the stage barriers too); MODE=wall: THREADS threads (default 2), wall clock.  NEW's default KV cache is bf16 for
 # quantized weights; KV=f32 runs NEW with --kv-cache f32 (the kernels alone).
 # BASE_ENV / NEW_ENV: environment settings for each side (e.g. BASE_ENV=GPT2C_INFER_SPLIT=0 with one build as
 # both BASE and NEW: an A/B of a runtime switch).
@@ -12,7 +12,7 @@ set -eu
 BASE="$1/gpt2c"; NEW="$2/gpt2c"; OUT="${3:-out/bench_quant_ab}"
 mkdir -p "$OUT"; rm -f "$OUT"/ab.jsonl
 { lscpu | grep -E "Vendor ID|CPU family|Model:|Model name" | tr -s ' '; uptime; } | tee "$OUT/machine.txt"
-if [ "${MODE:-cpu}" = cpu ]; then T=(--threads 1 --cpu-time); else T=(--threads "${THREADS:-2}"); fi
+if [ "${MODE:-cpu}" = cpu ]; then T=(--threads "${THREADS:-1}" --cpu-time); else T=(--threads "${THREADS:-2}"); fi
 for rep in $(seq "${REPS:-3}"); do
   for b in ${BATCHES:-1 8}; do
     for f in ${FMTS:-f32 q8 q4 nf4}; do

@@ -34,15 +34,53 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* Weight bytes a waiting decode thread may touch ahead of time: the start of
+ * its own half of the next matmul (claim_split), where the kernels' own
+ * prefetch (8 KiB ahead of the codes being read) has not started yet. */
+typedef struct {
+    const char *p;
+    int left; /* cache lines still to prefetch */
+} warm_lines;
+
 /* Until every chunk of the stage is done: spin briefly, then yield the CPU so
- * a preempted peer can finish its chunk. */
-static void wait_done(gpt2c_stage_ctr *c, int n) {
-    for (unsigned spin = 0; atomic_load_explicit(&c->done, memory_order_acquire) < n; spin++)
+ * a preempted peer can finish its chunk.  While it waits, a thread prefetches
+ * one line of `warm` per turn (a prefetch never faults and changes no
+ * result): time at a barrier becomes the next matmul's first reads. */
+static void wait_done(gpt2c_stage_ctr *c, int n, warm_lines *warm) {
+    for (unsigned spin = 0; atomic_load_explicit(&c->done, memory_order_acquire) < n; spin++) {
+        if (warm->left > 0) {
+            __builtin_prefetch(warm->p, 0, 3);
+            warm->p += 64, warm->left--;
+        }
         if (spin < 512)
             cpu_relax();
         else
             sched_yield();
+    }
 }
+
+/* bytes of one row of a weight in format f with `cols` columns (0: unknown) */
+static size_t row_bytes(gpt2c_format f, int64_t cols) {
+    switch (f) {
+    case GPT2C_FMT_F32: return (size_t)cols * 4;
+    case GPT2C_FMT_BF16: return (size_t)cols * 2;
+    case GPT2C_FMT_Q8: return (size_t)cols;
+    case GPT2C_FMT_Q4:
+    case GPT2C_FMT_NF4: return (size_t)cols / 2;
+    default: return 0;
+    }
+}
+
+/* The first `bytes` of thread tid's half (claim_split) of a matmul with nch
+ * chunks of `step` outputs of w, as the lines a waiting thread prefetches. */
+static warm_lines warm_half(const gpt2c_tensor *w, int nch, int step, int tid, int bytes) {
+    const size_t rb = row_bytes(w->fmt, w->cols);
+    const int row0 = (tid & 1) ? (nch + 1) / 2 * step : 0;
+    warm_lines h = {NULL, 0};
+    if (rb && w->data && row0 < w->rows) h.p = (const char *)w->data + (size_t)row0 * rb, h.left = bytes / 64;
+    return h;
+}
+enum { WARM_BYTES = 8192 }; /* = the kernels' prefetch distance (QMM_PF_BYTES) */
 
 /* A decode matmul stage's next chunk for thread tid, or -1 when all are taken.
  * The chunks are split in two contiguous halves; a thread takes its own half
@@ -88,7 +126,7 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
             __VA_ARGS__;                                                                                       \
             atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
         }                                                                                                      \
-        wait_done(c_, n_);                                                                                     \
+        wait_done(c_, n_, &warm);                                                                                     \
         if (recorder) gpt2c_prof_end(prof);                                                                    \
     } while (0)
 
@@ -108,7 +146,7 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
             __VA_ARGS__;                                                                                       \
             atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
         }                                                                                                      \
-        wait_done(c_, n_);                                                                                     \
+        wait_done(c_, n_, &warm);                                                                                     \
         if (recorder) gpt2c_prof_end(prof);                                                                    \
     } while (0)
 
@@ -217,6 +255,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         const int nth = omp_get_num_threads(), tid = omp_get_thread_num();
         /* decode-sized matmuls (matrix-vector products): each thread its own half of the weight rows */
         const int split = nth > 1 && n < GPT2C_INFER_GEMM_ROWS && split_on;
+        warm_lines warm = {NULL, 0}; /* split: the next matmul's first lines, prefetched while waiting */
         const int recorder = prof && omp_get_thread_num() == 0;
         /* x (n,C) = wte[token] + wpe[position]; ln = layernorm_1 of layer 0 */
         STAGE(nchunks(n, ROW_CHUNK), GPT2C_OP_ENCODER, -1, cost_encoder_fwd(n, C), {
@@ -276,6 +315,20 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const int mstep = matmul_step(n, OC, w.fmt, nth);
                     const void *min = xbf ? (const void *)s->xbf : (const void *)in;
                     const int act = (gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE) | (xbf ? GPT2C_ACT_IN_BF16 : 0);
+                    if (split) { /* while this stage's last chunks finish: the next matmul's first lines */
+                        int j = i + 1, lj = l;
+                        while (j < GPT2C_BLOCK_NSTAGES && gpt2c_block_stages[j].kind != GPT2C_STAGE_MATMUL) j++;
+                        if (j == GPT2C_BLOCK_NSTAGES) /* the next layer's first matmul, or the LM head */
+                            for (j = 0, lj = l + 1; gpt2c_block_stages[j].kind != GPT2C_STAGE_MATMUL; j++) {}
+                        if (lj < L) {
+                            const gpt2c_tensor nw = infer_weight(m, gpt2c_block_stages[j].w, lj);
+                            warm = warm_half(&nw, nchunks((long)gpt2c_block_stages[j].oc * C, MM_CHUNK), MM_CHUNK, tid,
+                                             WARM_BYTES);
+                        } else {
+                            const gpt2c_tensor nw = W(WTE, 0);
+                            warm = warm_half(&nw, nchunks(Vp, MM_CHUNK * 4), MM_CHUNK * 4, tid, WARM_BYTES);
+                        }
+                    }
                     STAGE_SPLIT(split, nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
                         RANGE(o0, o1, chunk, mstep, OC);
                         MATMUL_RANGE(out, min, w, bias, n, IC, OC, act, o0, o1);
