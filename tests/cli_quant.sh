@@ -67,6 +67,8 @@ bad "unknown --kv-cache" "--kv-cache 'int4': unknown cache type" generate --mode
 # --quant-act: f32 activations (exactly the dequantized weights) or int8 (where VNNI runs; else a note and f32)
 check "bench generate --quant-act f32 reports it" \
     '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 8 --tokens 4 --runs 1 --no-peak --quant-act f32 --json | grep -q "\"quant_act\":\"f32\""'
+check "bench generate --quant-act f32 also makes the prefill fp32" \
+    '"$G" bench generate --model "$W/q4.safetensors" --prompt-len 20 --tokens 2 --runs 1 --no-peak --quant-act f32 --json | grep -q "\"quant_prefill\":\"f32\""'
 g3=$("$G" generate --model "$W/nf4.safetensors" --quant-act f32 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0)
 g4=$("$G" generate --model "$W/nf4.safetensors" --quant-act int8 --prompt-ids 11,12,13 --max-tokens 8 --temperature 0 2>/dev/null)
 check "generate --quant-act f32 and int8 both produce tokens" '[ -n "$g3" ] && [ -n "$g4" ]'
