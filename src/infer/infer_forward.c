@@ -80,7 +80,12 @@ static warm_lines warm_half(const gpt2c_tensor *w, int nch, int step, int tid, i
     if (rb && w->data && row0 < w->rows) h.p = (const char *)w->data + (size_t)row0 * rb, h.left = bytes / 64;
     return h;
 }
-enum { WARM_BYTES = 8192 }; /* = the kernels' prefetch distance (QMM_PF_BYTES) */
+enum { WARM_BYTES = 8192 };
+
+/* The halves serve quantized weights only: fp32 decode measured 0.96x with
+ * them at 2 threads (quiet, interleaved; q4 / nf4 1.14x), so fp32 and bf16
+ * weights keep in-order claiming (BENCHMARKS.md, issue 13 fifth session). */
+static int quantized(gpt2c_format f) { return f == GPT2C_FMT_Q8 || f == GPT2C_FMT_Q4 || f == GPT2C_FMT_NF4; } /* = the kernels' prefetch distance (QMM_PF_BYTES) */
 
 /* A decode matmul stage's next chunk for thread tid, or -1 when all are taken.
  * The chunks are split in two contiguous halves; a thread takes its own half
@@ -315,6 +320,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     const int mstep = matmul_step(n, OC, w.fmt, nth);
                     const void *min = xbf ? (const void *)s->xbf : (const void *)in;
                     const int act = (gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE) | (xbf ? GPT2C_ACT_IN_BF16 : 0);
+                    warm.left = 0;
                     if (split) { /* while this stage's last chunks finish: the next matmul's first lines */
                         int j = i + 1, lj = l;
                         while (j < GPT2C_BLOCK_NSTAGES && gpt2c_block_stages[j].kind != GPT2C_STAGE_MATMUL) j++;
@@ -322,14 +328,15 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                             for (j = 0, lj = l + 1; gpt2c_block_stages[j].kind != GPT2C_STAGE_MATMUL; j++) {}
                         if (lj < L) {
                             const gpt2c_tensor nw = infer_weight(m, gpt2c_block_stages[j].w, lj);
-                            warm = warm_half(&nw, nchunks((long)gpt2c_block_stages[j].oc * C, MM_CHUNK), MM_CHUNK, tid,
-                                             WARM_BYTES);
+                            if (quantized(nw.fmt))
+                                warm = warm_half(&nw, nchunks((long)gpt2c_block_stages[j].oc * C, MM_CHUNK), MM_CHUNK,
+                                                 tid, WARM_BYTES);
                         } else {
                             const gpt2c_tensor nw = W(WTE, 0);
-                            warm = warm_half(&nw, nchunks(Vp, MM_CHUNK * 4), MM_CHUNK * 4, tid, WARM_BYTES);
+                            if (quantized(nw.fmt)) warm = warm_half(&nw, nchunks(Vp, MM_CHUNK * 4), MM_CHUNK * 4, tid, WARM_BYTES);
                         }
                     }
-                    STAGE_SPLIT(split, nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
+                    STAGE_SPLIT(split && quantized(w.fmt), nchunks(OC, mstep), bs->op, l, cost_matmul_fwd(n, IC, OC, w.fmt), {
                         RANGE(o0, o1, chunk, mstep, OC);
                         MATMUL_RANGE(out, min, w, bias, n, IC, OC, act, o0, o1);
                     });
@@ -430,7 +437,7 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                 round_rows_bf16(s->xbf + (size_t)r0 * C, lm_in + (size_t)r0 * C, (size_t)(r1 - r0) * C);
             });
         const void *lmin = lxbf ? (const void *)s->xbf : (const void *)lm_in;
-        STAGE_SPLIT(split && lm_rows < GPT2C_INFER_GEMM_ROWS, nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
+        STAGE_SPLIT(split && quantized(wte.fmt) && lm_rows < GPT2C_INFER_GEMM_ROWS, nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
             MATMUL_RANGE(lm_out, lmin, wte, NULL, lm_rows, C, Vp, lxbf ? GPT2C_ACT_IN_BF16 : GPT2C_ACT_NONE, o0, o1);
         });
