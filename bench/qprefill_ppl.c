@@ -16,14 +16,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
-
-static double nll(const float *logits, int V, int32_t target) {
-    float mx = logits[0];
-    for (int i = 1; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
-    return log(sum) + mx - logits[target];
-}
+#include "ppl_common.h"
 
 int main(int argc, char **argv) {
     if (argc < 4) {
@@ -31,27 +24,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int T = argc > 4 ? atoi(argv[4]) : 256;
-    FILE *f = fopen(argv[3], "rb");
-    int32_t hdr[256];
-    if (!f || fread(hdr, sizeof hdr, 1, f) != 1) {
-        fprintf(stderr, "%s: cannot read the shard header\n", argv[3]);
-        return 1;
-    }
-    const int n = hdr[2];
-    uint16_t *tok16 = malloc(sizeof(uint16_t) * (size_t)n);
-    if (!tok16 || fread(tok16, sizeof(uint16_t), (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "%s: truncated\n", argv[3]);
-        return 1;
-    }
-    fclose(f);
-    gpt2c_model *m = NULL;
+    int n = 0;
+    uint16_t *tok16 = ppl_read_shard(argv[3], &n);
     gpt2c_format fmt;
-    if (gpt2c_model_load(argv[1], &m) != GPT2C_OK || gpt2c_format_parse(argv[2], &fmt) != 0 ||
-        (gpt2c_format_is_quantized(fmt) && gpt2c_quantize_model(m, fmt, 0, 1, NULL) != GPT2C_OK)) {
-        fprintf(stderr, "qprefill_ppl: %s\n", gpt2c_errmsg());
-        return 1;
-    }
-    if (gpt2c_format_is_quantized(fmt)) gpt2c_quant_release_fp32(m);
+    gpt2c_model *m = tok16 ? ppl_load_model("qprefill_ppl", argv[1], argv[2], &fmt) : NULL;
+    if (!m) return 1;
     const int V = gpt2c_model_config(m)->vocab_size, Vp = gpt2c_model_config(m)->padded_vocab_size;
     int nseq = (n - 1) / T; /* sequences of T tokens, each scored against the next T */
     if (argc > 5 && atoi(argv[5]) > 0 && atoi(argv[5]) < nseq) nseq = atoi(argv[5]);
@@ -82,7 +59,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "qprefill_ppl: %s\n", gpt2c_errmsg());
                 return 1;
             }
-            for (int t = 0; t < T; t++) total += nll(logits + (size_t)t * Vp, V, tok16[(size_t)q * T + t + 1]), count++;
+            for (int t = 0; t < T; t++) total += ppl_nll(logits + (size_t)t * Vp, V, tok16[(size_t)q * T + t + 1]), count++;
         }
         printf("%s %s: loss %.6f perplexity %.4f over %ld tokens (%d sequences of %d, prefill path)\n", argv[2],
                modes[mi].name, total / count, exp(total / count), count, nseq, T);

@@ -15,16 +15,9 @@
 #include "gpt2c/model.h"
 #include "gpt2c/quant.h"
 #include "gpt2c/quant_model.h"
+#include "ppl_common.h"
 
 enum { ROWS = 3 };
-
-static double nll(const float *logits, int V, int32_t target) {
-    float mx = logits[0];
-    for (int i = 1; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
-    return log(sum) + mx - logits[target];
-}
 
 int main(int argc, char **argv) {
     if (argc < 4) {
@@ -32,27 +25,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const int T = argc > 4 ? atoi(argv[4]) : 256;
-    FILE *f = fopen(argv[3], "rb");
-    int32_t hdr[256];
-    if (!f || fread(hdr, sizeof hdr, 1, f) != 1) {
-        fprintf(stderr, "%s: cannot read the shard header\n", argv[3]);
-        return 1;
-    }
-    const int n = hdr[2];
-    uint16_t *tok16 = malloc(sizeof(uint16_t) * (size_t)n);
-    if (!tok16 || fread(tok16, sizeof(uint16_t), (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "%s: truncated\n", argv[3]);
-        return 1;
-    }
-    fclose(f);
-    gpt2c_model *m = NULL;
+    int n = 0;
+    uint16_t *tok16 = ppl_read_shard(argv[3], &n);
     gpt2c_format fmt;
-    if (gpt2c_model_load(argv[1], &m) != GPT2C_OK || gpt2c_format_parse(argv[2], &fmt) != 0 ||
-        (gpt2c_format_is_quantized(fmt) && gpt2c_quantize_model(m, fmt, 0, 1, NULL) != GPT2C_OK)) {
-        fprintf(stderr, "quant_act_ppl: %s\n", gpt2c_errmsg());
-        return 1;
-    }
-    if (gpt2c_format_is_quantized(fmt)) gpt2c_quant_release_fp32(m);
+    gpt2c_model *m = tok16 ? ppl_load_model("quant_act_ppl", argv[1], argv[2], &fmt) : NULL;
+    if (!m) return 1;
     const int V = gpt2c_model_config(m)->vocab_size, Vp = gpt2c_model_config(m)->padded_vocab_size;
     (void)Vp;
     int nseq = (n - 1) / T / ROWS * ROWS; /* whole groups of ROWS sequences of T + 1 tokens' worth */
@@ -83,7 +60,7 @@ int main(int argc, char **argv) {
                     return 1;
                 }
                 for (int r = 0; r < ROWS; r++)
-                    total += nll(gpt2c_infer_logits(s, r), V, tok16[(size_t)(g + r) * T + t + 1]), count++;
+                    total += ppl_nll(gpt2c_infer_logits(s, r), V, tok16[(size_t)(g + r) * T + t + 1]), count++;
             }
         }
         printf("%s %s activations, %s KV cache: loss %.6f perplexity %.4f over %ld tokens (%d sequences of %d, decode path)\n",

@@ -8,6 +8,7 @@
 
 #include "gpt2c/cpu.h"
 #include "gpt2c/quant.h"
+#include "lib/quant_case.h"
 #include "testutil.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -17,26 +18,15 @@ static float frand(void) {
 }
 
 static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, int with_bias) {
-    float *W = malloc(sizeof(float) * IC * OC), *x = malloc(sizeof(float) * N * IC), *bias = malloc(sizeof(float) * OC);
-    for (int i = 0; i < IC * OC; i++) W[i] = frand() * 0.1f;
-    for (int i = 0; i < N * IC; i++) x[i] = frand();
-    for (int i = 0; i < OC; i++) bias[i] = frand() * 0.1f;
-    void *codes = malloc(gpt2c_quant_code_bytes(f, OC, IC, block));
-    float *scales = malloc(sizeof(float) * gpt2c_quant_nscales(f, OC, IC, block));
-    gpt2c_quant_pack(f, block, W, OC, IC, codes, scales);
-    gpt2c_tensor t = {f, OC, IC, codes, scales, NULL, block};
-    float *deq = malloc(sizeof(float) * IC * OC), *want = malloc(sizeof(float) * N * OC), *got = malloc(sizeof(float) * N * OC);
-    double *mag = malloc(sizeof(double) * N * OC);
-    gpt2c_quant_unpack(&t, deq);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OC; o++) {
-            double s = with_bias ? bias[o] : 0, m = fabs(s);
-            for (int i = 0; i < IC; i++) s += (double)deq[(size_t)o * IC + i] * x[n * IC + i], m += fabs((double)deq[(size_t)o * IC + i] * x[n * IC + i]);
-            double y = s;
-            if (act) y = 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
-            want[n * OC + o] = (float)y;
-            mag[n * OC + o] = m + 1e-6;
-        }
+    quant_case c = quant_case_new(f, block, N, IC, OC, with_bias, frand);
+    gpt2c_tensor t = c.t;
+    const float *x = c.x, *bias = c.bias;
+    const double *mag = c.mag;
+    float *want = malloc(sizeof(float) * N * OC), *got = malloc(sizeof(float) * N * OC);
+    for (int i = 0; i < N * OC; i++) {
+        const double y = c.exact[i];
+        want[i] = (float)(act ? 0.5 * y * (1.0 + tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))) : y);
+    }
     int fails = 0;
     const char *isas[] = {"scalar", "avx2", "avx512"};
     for (int isa = 0; isa < 3; isa++) {
@@ -84,7 +74,8 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
         gpt2c_qmatmul_set_int8_act(0);
         free(oracle);
     }
-    free(W), free(x), free(bias), free(codes), free(scales), free(deq), free(want), free(got), free(mag);
+    quant_case_free(&c);
+    free(want), free(got);
     return fails;
 }
 

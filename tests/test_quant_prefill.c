@@ -22,6 +22,7 @@
 #include "gpt2c/quant.h"
 #include "kernels/bf16.h"
 #include "kernels/ref/ref_gemm_bf16.h"
+#include "lib/quant_case.h"
 #include "testutil.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -43,29 +44,14 @@ static int run_ranges(float *got, const void *x, int in_bf16, const gpt2c_tensor
 
 static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, int with_bias, int step) {
     const char *name = gpt2c_format_get(f)->name;
-    float *W = malloc(sizeof(float) * IC * OC), *x = malloc(sizeof(float) * N * IC), *bias = malloc(sizeof(float) * OC);
-    for (int i = 0; i < IC * OC; i++) W[i] = frand() * 0.1f;
-    for (int i = 0; i < N * IC; i++) x[i] = frand();
-    for (int i = 0; i < OC; i++) bias[i] = frand() * 0.1f;
-    void *codes = malloc(gpt2c_quant_code_bytes(f, OC, IC, block));
-    float *scales = malloc(sizeof(float) * gpt2c_quant_nscales(f, OC, IC, block));
-    gpt2c_quant_pack(f, block, W, OC, IC, codes, scales);
-    const gpt2c_tensor t = {f, OC, IC, codes, scales, NULL, block};
-    const float *b = with_bias ? bias : NULL;
-    float *deq = malloc(sizeof(float) * IC * OC), *got = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
-    double *exact = malloc(sizeof(double) * N * OC), *mag = malloc(sizeof(double) * N * OC);
+    quant_case c = quant_case_new(f, block, N, IC, OC, with_bias, frand);
+    const gpt2c_tensor t = c.t;
+    const float *x = c.x, *deq = c.deq, *b = with_bias ? c.bias : NULL;
+    const double *mag = c.mag;
+    float *got = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
+    double *exact = malloc(sizeof(double) * N * OC);
     uint16_t *xb = malloc(sizeof(uint16_t) * N * IC);
-    gpt2c_quant_unpack(&t, deq);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OC; o++) {
-            double s = b ? b[o] : 0, m = fabs(s);
-            for (int i = 0; i < IC; i++) {
-                const double p = (double)deq[(size_t)o * IC + i] * x[(size_t)n * IC + i];
-                s += p, m += fabs(p);
-            }
-            exact[n * OC + o] = act ? gelu(s) : s;
-            mag[n * OC + o] = m + 1e-6;
-        }
+    for (int i = 0; i < N * OC; i++) exact[i] = act ? gelu(c.exact[i]) : c.exact[i];
     int fails = 0;
     if (gpt2c_qmatmul_set_bf16_prefill(1)) {
         /* the reference bf16 GEMM of the dequantized weights: out (N, OC) = x (N, IC) deq^T + bias */
@@ -128,7 +114,8 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
         fprintf(stderr, "%s: %d rows were not refused\n", name, GPT2C_QMATMUL_PREFILL_ROWS - 1);
         fails++;
     }
-    free(W), free(x), free(bias), free(codes), free(scales), free(deq), free(got), free(ref), free(exact), free(mag), free(xb);
+    quant_case_free(&c);
+    free(got), free(ref), free(exact), free(xb);
     return fails;
 }
 

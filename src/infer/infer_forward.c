@@ -115,27 +115,12 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
     return f + b < len ? hi - 1 - (int)b : -1;
 }
 
-/* One stage: claim chunks (the body sees `chunk`), then wait for the rest.
+/* One stage: claim chunks (the body sees `chunk`), then wait for the rest;
+ * STAGE_SPLIT claims them in claim_split's order when `split` (decode
+ * matmuls and attention of quantized weights), else in order, as STAGE.
  * With a profiler attached each stage is a scope, recorded by thread 0 alone
  * (the profiler has one writer) from its arrival to the stage's last chunk:
  * the pass keeps its thread count under profiling. */
-#define STAGE(nchunks, op, layer, cost, ...)                                                                      \
-    do {                                                                                                       \
-        gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
-        const int n_ = (nchunks);                                                                              \
-        if (recorder) {                                                                                        \
-            const op_cost k_ = (cost);                                                                         \
-            gpt2c_prof_begin(prof, op, layer, k_.flops, k_.bytes);                                             \
-        }                                                                                                      \
-        for (int chunk; (chunk = atomic_fetch_add_explicit(&c_->next, 1, memory_order_relaxed)) < n_;) {     \
-            __VA_ARGS__;                                                                                       \
-            atomic_fetch_add_explicit(&c_->done, 1, memory_order_release);                                     \
-        }                                                                                                      \
-        wait_done(c_, n_, &warm);                                                                                     \
-        if (recorder) gpt2c_prof_end(prof);                                                                    \
-    } while (0)
-
-/* STAGE for a decode matmul or attention (claim_split's order when split, else STAGE's) */
 #define STAGE_SPLIT(split, nchunks, op, layer, cost, ...)                                                         \
     do {                                                                                                       \
         gpt2c_stage_ctr *c_ = &s->ctr[st++];                                                                   \
@@ -154,6 +139,7 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
         wait_done(c_, n_, &warm);                                                                                     \
         if (recorder) gpt2c_prof_end(prof);                                                                    \
     } while (0)
+#define STAGE(...) STAGE_SPLIT(0, __VA_ARGS__)
 
 /* chunk -> [lo, hi) of [0, total) in steps of `step` */
 #define RANGE(lo, hi, chunk, step, total)                                                                      \
@@ -161,13 +147,12 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
 
 static int nchunks(long total, int step) { return (int)((total + step - 1) / step); }
 
-/* Outputs per chunk of a matmul stage.  Few rows, or a quantized weight: 64.
- * Many rows of an fp32 or bf16 weight: each chunk is a GEMM over all the
- * rows, whose packing of the input is amortized over more outputs (64-wide
- * chunks ran the bf16 GEMM ~20% slower than 128-256 on GPT-2's shapes), up
- * to 256 wide while each thread still gets ~3 chunks (dynamic claiming
- * evens out a preempted one).  Each output's arithmetic does not depend on
- * its chunk. */
+/* Outputs per chunk of a matmul stage.  Few rows: 64.  Many rows (an fp32,
+ * bf16 or quantized weight): each chunk is a GEMM over all the rows, whose
+ * packing of the input is amortized over more outputs (64-wide chunks ran
+ * the bf16 GEMM ~20% slower than 128-256 on GPT-2's shapes), up to 256 wide
+ * while each thread still gets ~3 chunks (dynamic claiming evens out a
+ * preempted one).  Each output's arithmetic does not depend on its chunk. */
 static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
     if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16 && !gpt2c_format_is_quantized(f))) return MM_CHUNK;
     int step = OC / (3 * nth) / MM_CHUNK * MM_CHUNK;
