@@ -43,40 +43,30 @@ int gpt2c_qmatmul_set_bf16_prefill(int on) {
     return gpt2c_qmatmul_bf16_prefill();
 }
 
-/* Element k of row r dequantized (gpt2c_quant_unpack's single rounding). */
-static float deq1(const gpt2c_tensor *t, int64_t r, int64_t k) {
-    const int b = gpt2c_quant_block(t->fmt, t->block);
-    const float d = t->scales[r * (t->cols / b) + k / b];
-    const size_t i = (size_t)(r * t->cols + k);
-    if (t->fmt == GPT2C_FMT_Q8) return (float)((const int8_t *)t->data)[i] * d;
-    if (t->fmt == GPT2C_FMT_Q4) { /* groups of 32: element j low nibble, j + 16 high */
-        const uint8_t q = ((const uint8_t *)t->data)[(size_t)(r * t->cols + (k & ~31)) / 2 + (size_t)(k & 15)];
-        return (float)(((k & 16) ? q >> 4 : q & 15) - 8) * d;
-    }
-    const uint8_t byte = ((const uint8_t *)t->data)[i / 2];
-    return gpt2c_nf4_code[(i & 1) ? byte & 15 : byte >> 4] * d; /* nf4: the first of a pair in the high nibble */
-}
-
 static float bf(float f) { return gpt2c_bf16_to_f32(gpt2c_bf16_from_f32(f)); }
 
 /* No memory for the weight rows: the same sums (gemm_bf16.h's pair
- * arithmetic) one output at a time, with no buffer at all. */
+ * arithmetic) one output at a time, each weight row dequantized on the
+ * stack (gpt2c_quant_unpack_row: the values of gpt2c_quant_unpack). */
 void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w,
                                            const float *bias, int N, int act, int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;
-    for (int n = 0; n < N; n++)
-        for (int o = o0; o < o1; o++) {
+    float wr[IC];
+    for (int o = o0; o < o1; o++) {
+        gpt2c_quant_unpack_row(w, o, wr);
+        for (int n = 0; n < N; n++) {
             float acc = bias ? bias[o] : 0.0f;
             for (int64_t k = 0; k < IC; k += 2) /* IC is a multiple of 32 */
                 for (int64_t j = k + 1; j >= k; j--) {
                     const size_t xi = (size_t)(n * IC + j);
                     const float x = in_bf16 ? gpt2c_bf16_to_f32(((const uint16_t *)inp)[xi]) : bf(((const float *)inp)[xi]);
-                    acc += x * bf(deq1(w, o, j)); /* an exact product, one rounded add */
+                    acc += x * bf(wr[j]); /* an exact product, one rounded add */
                 }
             if (act == GPT2C_ACT_GELU)
                 acc = 0.5f * acc * (1.0f + tanhf(0.7978845608028654f * (acc + 0.044715f * acc * acc * acc)));
             out[(size_t)n * OC + o] = acc;
         }
+    }
 }
 
 #if defined(__x86_64__)
