@@ -112,7 +112,9 @@ static void pack_a_cols(float *dst, const float *A, long csa, int ic, int mb, in
         const int r0 = p * MR, mr = mb - r0 < MR ? mb - r0 : MR;
         const float *src = A + (size_t)pc * csa + ic + r0;
         float *d = dst + (size_t)p * MR * kc;
-        if (mr == MR)
+        if (mr == MR && MR == 6) /* a constant-size copy per k: two moves, not a loop over a variable MR */
+            for (int k = 0; k < kc; k++) memcpy(d + k * 6, src + (size_t)k * csa, 6 * sizeof(float));
+        else if (mr == MR)
             for (int k = 0; k < kc; k++)
                 for (int r = 0; r < MR; r++) d[k * MR + r] = src[(size_t)k * csa + r];
         else

@@ -108,6 +108,24 @@ static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_i
                                                                int ds, const void *p, long si, long sk, long i0, int n,
                                                                int n_pad, int k0, int kc, const int bf) {
     const int kq = kc / 2, odd = kc & 1;
+    if (sk == 1 && !bf && ds == 6 && n <= 6 && kk->f32_pairs && kk->pack_words) {
+        /* fp32 rows into a 6-row A panel: each row's pair words contiguously
+         * into tmp (vector rounding), then the vector 6-row word transpose
+         * (pack_words) instead of a scalar store every 6 words; the same words */
+        enum { QB = 512 };
+        uint32_t tmp[6 * QB];
+        const int kp = kq + odd;
+        for (int q0 = 0; q0 < kp; q0 += QB) {
+            const int nq = kp - q0 < QB ? kp - q0 : QB, full = q0 + nq <= kq ? nq : kq - q0;
+            for (int i = 0; i < n; i++) {
+                const size_t base = (size_t)(i0 + i) * si + k0;
+                kk->f32_pairs(tmp + i * QB, (const float *)p + base + 2 * q0, full);
+                if (full < nq) tmp[i * QB + full] = elem16(p, base + 2 * kq, 0); /* odd K: the last k alone */
+            }
+            kk->pack_words((float *)(dst + (size_t)q0 * 6), (const float *)tmp, QB, n, nq, 6);
+        }
+        return;
+    }
     if (sk == 1) { /* pairs contiguous: row by row */
         for (int i = 0; i < n; i++) {
             const size_t base = (size_t)(i0 + i) * si + k0;
@@ -152,6 +170,8 @@ static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_i
         for (int i = n; i < n_pad; i++) dst[(size_t)q * ds + i] = 0;
 }
 
+enum { COLS_TMP = 4096 + 16 }; /* words: a row pair of a unit's rows (mc <= 4096) */
+
 /* A whole block whose columns i are contiguous (element (i,k) at
  * p[i + k*sk]: W in dinp, X and dout^T in dweight) into ceil(n/P) panels of
  * P columns, dst[(i/P)*P*kp + q*P + i%P] (kp = ceil(kc/2) pair rows per
@@ -162,6 +182,26 @@ static inline __attribute__((always_inline)) void pack_pairs_cols_t(const gemm_b
                                                                     int P, const void *p, long sk, long i0, int n, int k0,
                                                                     int kc, const int bf) {
     const int kq = kc / 2, kp = (kc + 1) / 2, npan = (n + P - 1) / P;
+    if (P < 16 && npan * P <= COLS_TMP && ((!bf && kk->f32_2rows) || (bf && kk->bf16_2rows))) {
+        /* narrow panels (A's MR = 6): one vector call interleaves the whole
+         * row pair into tmp, then each panel takes its P words (a call per
+         * 6 words was ~7% of a bf16 training step); the same words */
+        uint32_t tmp[COLS_TMP];
+        for (int q = 0; q < kp; q++) {
+            const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0, b1 = b0 + sk;
+            if (q < kq && !bf) kk->f32_2rows(tmp, (const float *)p + b0, (const float *)p + b1, n);
+            else if (q < kq) kk->bf16_2rows(tmp, (const uint16_t *)p + b0, (const uint16_t *)p + b1, n);
+            else
+                for (int i = 0; i < n; i++) tmp[i] = elem16(p, b0 + i, bf);
+            for (int i = n; i < npan * P; i++) tmp[i] = 0;
+            uint32_t *d = dst + (size_t)q * P;
+            if (P == 6) /* a constant size: three 8-byte moves, no memcpy call */
+                for (int pan = 0; pan < npan; pan++) memcpy(d + (size_t)pan * 6 * kp, tmp + pan * 6, sizeof(uint32_t) * 6);
+            else
+                for (int pan = 0; pan < npan; pan++) memcpy(d + (size_t)pan * P * kp, tmp + pan * P, sizeof(uint32_t) * P);
+        }
+        return;
+    }
     for (int q = 0; q < kp; q++) {
         const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0, b1 = b0 + sk;
         const int pair = q < kq;
