@@ -94,8 +94,9 @@ static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float 
 
 /* ---- many rows (prefill): the fp32 GEMM (gemm.h) on the range's weight rows.
  * Its micro-kernel sums each output as this file's packed kernel did (the
- * bias, then one FMA per channel in order, K blocks of GEMM_KC stored and
- * reloaded exactly), so prefill's bits did not change when it took over;
+ * bias, then one FMA per channel in order; C stored and reloaded exactly
+ * between K blocks, whatever the tuned block size), so prefill's bits did
+ * not change when it took over;
  * the GELU (gelu512) is applied to the finished rows. */
 enum { PACKED_MIN_ROWS = 24 }; /* from this many rows the GEMM wins (its packing is amortized over the rows) */
 
