@@ -172,6 +172,21 @@ static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_i
 
 enum { COLS_TMP = 4096 + 16 }; /* words: a row pair of a unit's rows (mc <= 4096) */
 
+/* d[i] (i < m) = the pair word of elements b0+i (low half) and b1+i (high
+ * half) of p, or of b0+i alone when !pair (an odd K's last k) */
+static inline __attribute__((always_inline)) void pair_words(const gemm_bf16_isa_kernel *kk, uint32_t *restrict d,
+                                                             const void *p, size_t b0, size_t b1, int m, int pair,
+                                                             const int bf) {
+    if (pair && !bf && kk->f32_2rows)
+        kk->f32_2rows(d, (const float *)p + b0, (const float *)p + b1, m);
+    else if (pair && bf && kk->bf16_2rows)
+        kk->bf16_2rows(d, (const uint16_t *)p + b0, (const uint16_t *)p + b1, m);
+    else if (pair)
+        for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + i, bf) | elem16(p, b1 + i, bf) << 16;
+    else
+        for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + i, bf);
+}
+
 /* A whole block whose columns i are contiguous (element (i,k) at
  * p[i + k*sk]: W in dinp, X and dout^T in dweight) into ceil(n/P) panels of
  * P columns, dst[(i/P)*P*kp + q*P + i%P] (kp = ceil(kc/2) pair rows per
@@ -189,10 +204,7 @@ static inline __attribute__((always_inline)) void pack_pairs_cols_t(const gemm_b
         uint32_t tmp[COLS_TMP];
         for (int q = 0; q < kp; q++) {
             const size_t b0 = (size_t)(k0 + 2 * q) * sk + i0, b1 = b0 + sk;
-            if (q < kq && !bf) kk->f32_2rows(tmp, (const float *)p + b0, (const float *)p + b1, n);
-            else if (q < kq) kk->bf16_2rows(tmp, (const uint16_t *)p + b0, (const uint16_t *)p + b1, n);
-            else
-                for (int i = 0; i < n; i++) tmp[i] = elem16(p, b0 + i, bf);
+            pair_words(kk, tmp, p, b0, b1, n, q < kq, bf);
             for (int i = n; i < npan * P; i++) tmp[i] = 0;
             uint32_t *d = dst + (size_t)q * P;
             if (P == 6) /* a constant size: three 8-byte moves, no memcpy call */
@@ -208,14 +220,7 @@ static inline __attribute__((always_inline)) void pack_pairs_cols_t(const gemm_b
         for (int pan = 0; pan < npan; pan++) {
             uint32_t *restrict d = dst + (size_t)pan * P * kp + (size_t)q * P;
             const int lo = pan * P, m = n - lo < P ? n - lo : P;
-            if (pair && !bf && kk->f32_2rows)
-                kk->f32_2rows(d, (const float *)p + b0 + lo, (const float *)p + b1 + lo, m);
-            else if (pair && bf && kk->bf16_2rows)
-                kk->bf16_2rows(d, (const uint16_t *)p + b0 + lo, (const uint16_t *)p + b1 + lo, m);
-            else if (pair)
-                for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf) | elem16(p, b1 + lo + i, bf) << 16;
-            else
-                for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + lo + i, bf);
+            pair_words(kk, d, p, b0 + lo, b1 + lo, m, pair, bf);
             for (int i = m; i < P; i++) d[i] = 0;
         }
     }
