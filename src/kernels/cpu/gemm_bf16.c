@@ -74,7 +74,7 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL, NULL, NULL};
 
 static int g_has_bf16 = -1;
 const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
@@ -253,6 +253,44 @@ static void pack_block(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int P, con
         pack_pairs(kk, dst + (size_t)r * kp, P, o, si, sk, i0 + r, n - r < P ? n - r : P, P, k0, kc);
 }
 
+/* fp32 panels (gemm_bf16.h, `fp32`): each of `rows` packed rows of P pair words
+ * (panels are runs of kp such rows) becomes two rows of P floats, 2s the
+ * high halves and 2s+1 the low halves, in place from the last row back (row
+ * s's words are read before rows 2s, 2s+1 are written; rows below s are
+ * untouched).  The floats are stored by memcpy, so the buffer holds floats
+ * for the fp32 kernel that reads it. */
+static inline __attribute__((always_inline)) void expand_rows_p(uint32_t *buf, long rows, const int P) {
+    for (long s = rows - 1; s >= 0; s--) {
+        uint32_t w[NR_MAX], h[NR_MAX], l[NR_MAX];
+        float fh[NR_MAX], fl[NR_MAX];
+        memcpy(w, buf + s * P, sizeof(uint32_t) * P);
+        for (int j = 0; j < P; j++) h[j] = w[j] & 0xffff0000u, l[j] = w[j] << 16;
+        memcpy(fh, h, sizeof(float) * P);
+        memcpy(fl, l, sizeof(float) * P);
+        memcpy(buf + 2 * s * P, fh, sizeof(float) * P);
+        memcpy(buf + (2 * s + 1) * P, fl, sizeof(float) * P);
+    }
+}
+static void expand_rows(uint32_t *buf, long rows, int P) {
+    switch (P) { /* a constant width per call: vector moves, no memcpy calls */
+    case 6: expand_rows_p(buf, rows, 6); break;
+    case 16: expand_rows_p(buf, rows, 16); break;
+    case 64: expand_rows_p(buf, rows, 64); break;
+    default: expand_rows_p(buf, rows, P); break;
+    }
+}
+
+/* pack_block, then for fp32-panel kernels the expansion (the block then
+ * takes twice the words: panel i/P at dst + (i/P)*P*kp*2) */
+static void pack_panels(const gemm_bf16_isa_kernel *kk, uint32_t *dst, int P, const gemm_operand *o, long si, long sk,
+                        long i0, int n, int k0, int kc) {
+    pack_block(kk, dst, P, o, si, sk, i0, n, k0, kc);
+    if (kk->fp32) {
+        const long rows = (long)(n + P - 1) / P * ((kc + 1) / 2);
+        if (!kk->expand || !kk->expand(dst, rows, P)) expand_rows(dst, rows, P);
+    }
+}
+
 /* Per-thread pack buffers, grown when the blocking asks for more (kept: no
  * allocation in later steps). */
 static _Thread_local uint32_t *tl_abuf, *tl_bbuf;
@@ -294,27 +332,40 @@ static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, in
     return w; /* other strides: nothing (runs 0) */
 }
 
+/* The driver's tile (its MR x NR) and micro-kernel call: the fp32 kernel on
+ * fp32 panels (2*kp steps of k) where the ISA kernel names one. */
+static int tile_mr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->mr : kk->mr; }
+static int tile_nr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->nr : kk->nr; }
+static inline void run_tile(const gemm_bf16_isa_kernel *kk, int kp, const uint32_t *ap, const uint32_t *bp, float *c,
+                            long ldc, int load_c, const float *bias) {
+    if (kk->fp32)
+        kk->fp32->kern(2 * kp, (const float *)ap, 1, kk->fp32->mr, (const float *)bp, kk->fp32->nr, c, ldc, load_c, bias);
+    else
+        kk->kern(kp, ap, bp, c, ldc, load_c, bias);
+}
+
 static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
                       const gemm_operand *A, const gemm_operand *B, float *C, long ldc, const float *bias,
                       int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa, prepacked pb) {
-    const int MR = kk->mr, NR = kk->nr;
+    const int MR = tile_mr(kk), NR = tile_nr(kk), xw = kk->fp32 ? 2 : 1;
     for (int pc = 0; pc < K; pc += kcmax) {
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
+        const size_t kpw = (size_t)kp * xw; /* words per panel column */
         const int load_c = accumulate || pc > 0;
         const uint32_t *abuf = abuf0, *bbuf = bbuf0;
-        if (pa.p) abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kp;
-        else pack_block(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
-        if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kp;
+        if (pa.p) abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kpw;
+        else pack_panels(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
+        if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kpw;
         /* else B is packed panel by panel into bbuf0, each just before its
          * tiles, while the next panel's source is prefetched into L2 across
          * them (packing the whole block first streamed it from memory with
          * the cores idle, then read it back from L3) */
         line_walk next = {0, 0, 0, 0, 0, 0};
-        if (!pb.p) pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc, kc);
+        if (!pb.p) pack_panels(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc, kc);
         const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
-            const uint32_t *bp = pb.p ? bbuf + (size_t)jr * kp : bbuf0;
+            const uint32_t *bp = pb.p ? bbuf + (size_t)jr * kpw : bbuf0;
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
             int per = 0;
             if (!pb.p && jr + NR < nb) {
@@ -324,13 +375,13 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
             for (int ir = 0; ir < mb; ir += MR) {
                 if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
-                const uint32_t *ap = abuf + (size_t)ir * kp;
+                const uint32_t *ap = abuf + (size_t)ir * kpw;
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
                 if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
                     for (int r = 0; r < MR; r++)
                         for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
-                    kk->kern(kp, ap, bp, c, ldc, load_c, bi);
+                    run_tile(kk, kp, ap, bp, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
                     float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
                     float bpad[NR_MAX] __attribute__((aligned(64)));
@@ -340,12 +391,12 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                         memset(bpad, 0, sizeof bpad);
                         memcpy(bpad, bi, sizeof(float) * nr);
                     }
-                    kk->kern(kp, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
+                    run_tile(kk, kp, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
             if (!pb.p && jr + NR < nb) /* the next panel, its source now in L2 */
-                pack_block(kk, bbuf0, NR, B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
+                pack_panels(kk, bbuf0, NR, B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
         }
     }
 }
@@ -378,7 +429,7 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
         return;
     }
     const gemm_bf16_blocking bl = g_blocking;
-    const int MR = kk->mr, NR = kk->nr;
+    const int MR = tile_mr(kk), NR = tile_nr(kk), xw = kk->fp32 ? 2 : 1; /* words per packed element pair */
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
     int cg = ceil_div(N, bl.nc), rc = ceil_div(M, bl.mc);
     /* units: their count a multiple of the threads where it can be (any split gives the same numbers) */
@@ -402,7 +453,7 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
      * of K (whole K blocks, even: pairs stay whole) whose packed operand
      * fits, accumulating into C, which is stored and reloaded exactly between
      * them (the same sums; each unit packing all of A again cost ~10%). */
-    const size_t ablk = (size_t)kpmax * Mp * 4, bblk = (size_t)kpmax * Np * 4;
+    const size_t ablk = (size_t)kpmax * Mp * 4 * xw, bblk = (size_t)kpmax * Np * 4 * xw;
     const int big_a = cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
     if ((big_a || big_b) && nblk > 1) {
         const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
@@ -418,7 +469,7 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
             return;
         }
     }
-    prepacked pa = {NULL, (size_t)kpmax * Mp}, pb = {NULL, (size_t)kpmax * Np};
+    prepacked pa = {NULL, (size_t)kpmax * Mp * xw}, pb = {NULL, (size_t)kpmax * Np * xw};
     uint32_t *pab = NULL, *pbb = NULL;
     if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
     if (rc > 1 && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
@@ -434,10 +485,10 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
             const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
             if (c < ach) {
                 const int i0 = c * AC, n = M - i0 < AC ? M - i0 : AC;
-                pack_block(kk, pab + (size_t)b * pa.stride + (size_t)i0 * kp, MR, &A, A.rs, A.cs, i0, n, pc, kc);
+                pack_panels(kk, pab + (size_t)b * pa.stride + (size_t)i0 * kp * xw, MR, &A, A.rs, A.cs, i0, n, pc, kc);
             } else {
                 const int j0 = (c - ach) * BC, n = N - j0 < BC ? N - j0 : BC;
-                pack_block(kk, pbb + (size_t)b * pb.stride + (size_t)j0 * kp, NR, &B, B.cs, B.rs, j0, n, pc, kc);
+                pack_panels(kk, pbb + (size_t)b * pb.stride + (size_t)j0 * kp * xw, NR, &B, B.cs, B.rs, j0, n, pc, kc);
             }
         }
     }
@@ -447,8 +498,8 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
-        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU);
-        uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU);
+        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU * xw);
+        uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw);
         if (ab && bb)
             gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
         else

@@ -40,7 +40,7 @@ typedef void (*gpt2c_gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint3
                                     const float *bias);
 
 typedef struct {
-    const char *name; /* "avx512bf16", "avx512f", "avx2", "scalar" */
+    const char *name; /* "avx512bf16", "avx512f-fp32", "avx2-fp32", "scalar" */
     int mr, nr;
     gpt2c_gemm_bf16_kernel_fn kern;
     /* Optional fast packing of a bf16 B read "transposed" (the forward's
@@ -56,6 +56,20 @@ typedef struct {
     void (*f32_pairs)(uint32_t *d, const float *s, int nq);
     void (*f32_2rows)(uint32_t *d, const float *s0, const float *s1, int n);
     void (*bf16_2rows)(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int n);
+    /* Non-NULL: the driver (gpt2c_cpu_gemm_bf16*) expands its packed panels
+     * to fp32 and runs this fp32 micro-kernel (gemm.h, its own MR x NR)
+     * instead of `kern`: each pair row q of a panel becomes two fp32 rows,
+     * 2q the high halves (k = 2q+1) and 2q+1 the low halves (k = 2q), each
+     * bf16 shifted to its fp32 value, run as 2*kp steps of k: the same adds
+     * in the same order as `kern` and vdpbf16ps, with no unpacking in the
+     * inner loop (without AVX512_BF16 the unpacking took as many vector ops
+     * as the FMAs: ~52% of the FMA peak).  `kern` stays for callers that
+     * tile pair panels themselves (the bf16 training attention). */
+    const gemm_isa_kernel *fp32;
+    /* Optional vector form of that expansion (in place, `rows` packed rows of
+     * P words into 2*rows rows of P floats); returns 0 for a P it does not
+     * handle (the portable loop then runs). */
+    int (*expand)(uint32_t *buf, long rows, int P);
 } gemm_bf16_isa_kernel;
 
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */

@@ -1,7 +1,9 @@
 /* AVX2+FMA bf16 GEMM micro-kernel (gemm_bf16.h): a 4 x 16 tile in 8 ymm
  * accumulators, the arithmetic of vdpbf16ps by FMAs: each pair word split
  * into its high (odd k) and low (even k) bf16, which are fp32 with the low
- * 16 bits zero; high first, then low. */
+ * 16 bits zero; high first, then low.  The GEMM driver runs its GEMMs on
+ * fp32 panels with the fp32 6 x 16 kernel instead (the `fp32` field,
+ * gemm_bf16.h); this kernel serves the attention. */
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm_bf16.h"
@@ -35,4 +37,6 @@ static void kern_fma_4x16(int kp, const uint32_t *a, const uint32_t *b, float *C
     #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2", 4, 16, kern_fma_4x16, NULL, NULL, NULL, NULL};
+/* the driver runs its GEMMs on fp32 panels with the fp32 6 x 16 kernel */
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2-fp32", 4,    16,   kern_fma_4x16, NULL,
+                                                          NULL,        NULL, NULL, &gpt2c_gemm_kernel_avx2, NULL};

@@ -5,7 +5,10 @@
  *   avx512f:    for CPUs without AVX512_BF16, the same arithmetic by FMAs:
  *               a 6 x 32 tile, each pair word split into its high (odd k)
  *               and low (even k) bf16, which are fp32 with the low 16 bits
- *               zero; high first, then low, as vdpbf16ps adds them. */
+ *               zero; high first, then low, as vdpbf16ps adds them.
+ *               The GEMM driver does better on this CPU: it expands its
+ *               panels to fp32 and runs the fp32 6 x 64 kernel (the `fp32`
+ *               field, gemm_bf16.h); this kernel serves the attention. */
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm_bf16.h"
@@ -132,7 +135,7 @@ static void bf16_2rows(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int 
 }
 
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,         64,        kern_dp_6x64, pack_words,
-                                                                f32_pairs,    f32_2rows, bf16_2rows};
+                                                                f32_pairs,    f32_2rows, bf16_2rows, NULL, NULL};
 
 static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
                           const float *bias) {
@@ -163,5 +166,56 @@ static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C
     #pragma GCC unroll 2
         for (int v = 0; v < 2; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f", 6,         32,        kern_fma_6x32, pack_words,
-                                                             f32_pairs, f32_2rows, bf16_2rows};
+/* fp32 panels (gemm_bf16.h `expand`): rows of P pair words -> two rows of P
+ * floats each (the high halves, then the low), in place, from the back.
+ * P = 64 (B panels): row by row, 4 vectors in, 8 out.  P = 6 (A panels):
+ * eight rows (48 words, 3 vectors) become 96 floats (6 vectors), each output
+ * vector gathered from two inputs by a permute, then split by a mask (a
+ * scalar loop over 6-word rows was a third of the micro-kernel's time in a
+ * bf16 prefill).  Loads precede stores in each step and every store lands
+ * at or beyond its own sources, never on rows still to be read. */
+static const int32_t ex6_idx[6][16] = {
+    {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9},         {10, 11, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 12, 13},
+    {14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 18, 19, 20, 21, 22, 23}, {8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
+    {18, 19, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 20, 21}, {22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 26, 27, 28, 29, 30, 31}};
+static int expand_rows(uint32_t *buf, long rows, int P) {
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    if (P == 64) {
+        for (long s = rows - 1; s >= 0; s--) {
+            __m512i w[4];
+            for (int v = 0; v < 4; v++) w[v] = _mm512_loadu_si512(buf + s * 64 + 16 * v);
+            for (int v = 0; v < 4; v++) {
+                _mm512_storeu_si512(buf + s * 128 + 16 * v, _mm512_and_si512(w[v], hi));
+                _mm512_storeu_si512(buf + s * 128 + 64 + 16 * v, _mm512_slli_epi32(w[v], 16));
+            }
+        }
+        return 1;
+    }
+    if (P != 6) return 0;
+    const long r8 = rows / 8 * 8;
+    for (long s = rows - 1; s >= r8; s--) /* the last rows, one at a time */
+        for (int j = 5; j >= 0; j--) {
+            const uint32_t w = buf[s * 6 + j];
+            buf[s * 12 + 6 + j] = w << 16, buf[s * 12 + j] = w & 0xffff0000u;
+        }
+    __m512i idx[6];
+    for (int v = 0; v < 6; v++) idx[v] = _mm512_loadu_si512(ex6_idx[v]);
+    /* lanes of output v holding a low half: (16v + l) % 12 >= 6 */
+    static const __mmask16 lo_lanes[6] = {0x0fc0, 0xc0fc, 0xfc0f, 0x0fc0, 0xc0fc, 0xfc0f};
+    for (long s = r8 - 8; s >= 0; s -= 8) {
+        const uint32_t *src = buf + s * 6;
+        const __m512i a = _mm512_loadu_si512(src), b = _mm512_loadu_si512(src + 16), c = _mm512_loadu_si512(src + 32);
+        uint32_t *dst = buf + s * 12;
+        for (int v = 0; v < 6; v++) {
+            const __m512i x = v < 3 ? _mm512_permutex2var_epi32(a, idx[v], b) : _mm512_permutex2var_epi32(b, idx[v], c);
+            const __m512i y = _mm512_mask_slli_epi32(_mm512_and_si512(x, hi), lo_lanes[v], x, 16);
+            _mm512_storeu_si512(dst + 16 * v, y);
+        }
+    }
+    return 1;
+}
+
+/* the driver runs its GEMMs on fp32 panels with the fp32 6 x 64 kernel */
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f-fp32", 6,         32,         kern_fma_6x32,
+                                                             pack_words,     f32_pairs, f32_2rows,  bf16_2rows,
+                                                             &gpt2c_gemm_kernel_avx512, expand_rows};

@@ -36,21 +36,24 @@
 /* From this core's caches (CPUID leaf 4 / 0x8000001D, kernels/cpu/cpu_caches.h):
  * kc: long K blocks reload each C tile less often (a lone 6x64 vdpbf16ps
  *     micro-kernel on Zen 4: ~85% of peak at kc 256, ~92% at 768), so the
- *     64-column B panel (64 x kc bf16) is given 3/32 of L2 (1 MiB: kc 768,
+ *     64-column B panel (64 x kc bf16, or fp32 for kernels on fp32 panels)
+ *     is given 3/32 of L2 (1 MiB: kc 768,
  *     the steady tunes' choice on Zen 4, where L1 (kc 256) cost ~6% of bf16
  *     prefill), which leaves L2 room for A's block beside it;
- * mc: the A block (mc x kc bf16, read once per B panel) in half of L2;
+ * mc: the A block (mc x kc elements, read once per B panel) in half of L2;
  * nc: the B block in this core's share of L3, over 4. */
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void) {
     const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
     const long l2 = cs->l2 > 0 ? cs->l2 : 1 << 20;
     const long l3 = cs->l3 > 0 ? cs->l3 / (cs->l3_share > 0 ? cs->l3_share : 1) : 4 << 20;
+    /* bytes per element in the panels: 2 (pair words), 4 with fp32 panels */
+    const int esz = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 ? 4 : 2;
     gemm_bf16_blocking b = {0, 0, 0};
-    b.kc = (int)(l2 * 3 / 32 / (64 * 2)) / 128 * 128; /* bytes per k: 64 columns x 2 bytes */
+    b.kc = (int)(l2 * 3 / 32 / (64 * esz)) / 128 * 128; /* bytes per k: 64 columns */
     b.kc = b.kc < 256 ? 256 : b.kc > 1536 ? 1536 : b.kc;
-    b.mc = (int)(l2 / 2 / (b.kc * 2));
+    b.mc = (int)(l2 / 2 / (b.kc * esz));
     b.mc = b.mc < 96 ? 96 : b.mc > 1536 ? 1536 : b.mc;
-    b.nc = (int)(l3 / 4 / (b.kc * 2));
+    b.nc = (int)(l3 / 4 / (b.kc * esz));
     b.nc = b.nc < 512 ? 512 : b.nc > 4096 ? 4096 : b.nc;
     return gpt2c_cpu_gemm_bf16_set_blocking(b);
 }
