@@ -48,11 +48,13 @@ static void test_gemv(void) {
     const int ICs[] = {1, 2, 31, 32, 33, 64, 95, 130, 768};
     const int Ns[] = {1, 2, 3, 4, 5, 7};
     const int OC = 37;
-    int dp = 0;
+    int dp = 0, f512 = 0;
 #if defined(__x86_64__)
     dp = gpt2c_cpu_has_avx512bf16();
+    f512 = gpt2c_cpu_has_isa(GPT2C_ISA_AVX512);
 #endif
-    printf("  vdpbf16ps path: %s\n", dp ? "checked" : "absent on this CPU (portable path only)");
+    printf("  vdpbf16ps path: %s; AVX-512F path: %s\n", dp ? "checked" : "absent on this CPU",
+           f512 ? "checked" : "absent on this CPU");
     for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++) {
             const int IC = ICs[a], N = Ns[b], ld = (IC + 31) / 32 * 32 + 32; /* a row stride beyond the padding */
@@ -81,6 +83,12 @@ static void test_gemv(void) {
             if (dp) {
                 gpt2c_cpu_bf16_gemv_avx512bf16(q, xb, ld, w, bias, N, IC, OC, o0, o1);
                 CHECK_MSG(ndiff(p, q, (size_t)N * OC) == 0, "vdpbf16ps gemv N=%d IC=%d: %zu outputs differ", N, IC,
+                          ndiff(p, q, (size_t)N * OC));
+            }
+            if (f512) {
+                memset(q, 0, sizeof(float) * (size_t)N * OC);
+                gpt2c_cpu_bf16_gemv_avx512f(q, xb, ld, w, bias, N, IC, OC, o0, o1);
+                CHECK_MSG(ndiff(p, q, (size_t)N * OC) == 0, "AVX-512F gemv N=%d IC=%d: %zu outputs differ", N, IC,
                           ndiff(p, q, (size_t)N * OC));
             }
 #endif

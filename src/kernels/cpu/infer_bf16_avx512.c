@@ -1,4 +1,8 @@
-/* vdpbf16ps matrix-vector product (infer_bf16.h).  Tiles of 4 outputs x up
+/* bf16 matrix-vector product (infer_bf16.h) on AVX-512: vdpbf16ps where the
+ * CPU has AVX512_BF16, else the same pair arithmetic by FMAs (AVX-512F: each
+ * pair word split into its high (odd k) and low (even k) bf16, fp32 values
+ * with 16 zero bits; the high product added first, as vdpbf16ps and the
+ * portable path do, so the bits are the same).  Tiles of 4 outputs x up
  * to 4 input rows: per 32 channels, 4 weight loads and one load per row feed
  * 16 vdpbf16ps into 16 independent accumulators (one per (output, row));
  * the 4 weight rows (a few KiB) stay in L1 while every group of 4 input rows
@@ -12,6 +16,16 @@
 #include "kernels/cpu/infer_bf16.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* acc (16 lanes) += the pair dot products of x and w (32 bf16 each): one
+ * vdpbf16ps (native), or two FMAs on the split halves (the compiler keeps a
+ * split operand that several calls share) */
+ALWAYS_INLINE __m512 dot_pairs(__m512 acc, __m512i x, __m512i w, const int native) {
+    if (native) return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(x, hi)), _mm512_castsi512_ps(_mm512_and_si512(w, hi)), acc);
+    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), acc);
+}
 
 static inline float lanes_sum(__m512 v, const float *bias, int o) {
     float a[16];
@@ -40,7 +54,7 @@ ALWAYS_INLINE __m512 fold1(__m512 s, __m512 t) {
 
 /* 4 outputs (weight rows wr, IC apart) x RN rows (xb rows ld apart): out rows OC apart */
 ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const uint16_t *wr, int IC, const float *bias,
-                         int full, __mmask32 tail, const int RN) {
+                         int full, __mmask32 tail, const int RN, const int native) {
     __m512 acc[4][4]; /* [output][row] */
     for (int q = 0; q < 4; q++)
         for (int r = 0; r < 4; r++) acc[q][r] = _mm512_setzero_ps();
@@ -52,8 +66,8 @@ ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const u
                              : _mm512_maskz_loadu_epi16(tail, wr + (size_t)q * IC + 32 * c);
 #pragma GCC unroll 4
         for (int r = 0; r < RN; r++) {
-            const __m512bh xv = (__m512bh)_mm512_loadu_si512(x0 + (size_t)r * ld + 32 * c);
-            for (int q = 0; q < 4; q++) acc[q][r] = _mm512_dpbf16_ps(acc[q][r], xv, (__m512bh)wv[q]);
+            const __m512i xv = _mm512_loadu_si512(x0 + (size_t)r * ld + 32 * c);
+            for (int q = 0; q < 4; q++) acc[q][r] = dot_pairs(acc[q][r], xv, wv[q], native);
         }
     }
     /* accumulator k = 4 q + r; after the 4 folds lane 4 r + q holds accumulator 4 q + r's sum:
@@ -71,8 +85,8 @@ ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const u
     if (RN > 3) _mm_storeu_ps(out + 3 * (size_t)OC, _mm512_extractf32x4_ps(sum, 3));
 }
 
-void gpt2c_cpu_bf16_gemv_avx512bf16(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N,
-                                    int IC, int OC, int o0, int o1) {
+ALWAYS_INLINE void gemv(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N, int IC, int OC,
+                       int o0, int o1, const int native) {
     const int full = IC / 32, rest = IC % 32;
     const __mmask32 tail = rest ? (__mmask32)((1u << rest) - 1u) : 0;
     int o = o0;
@@ -88,10 +102,10 @@ void gpt2c_cpu_bf16_gemv_avx512bf16(float *out, const uint16_t *xb, int ld, cons
             float *op = out + (size_t)n0 * OC + o;
             const uint16_t *x0 = xb + (size_t)n0 * ld;
             switch (N - n0 < 4 ? N - n0 : 4) {
-            case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 4); break;
-            case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 3); break;
-            case 2: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 2); break;
-            default: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 1); break;
+            case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 4, native); break;
+            case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 3, native); break;
+            case 2: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 2, native); break;
+            default: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 1, native); break;
             }
         }
     }
@@ -106,10 +120,20 @@ void gpt2c_cpu_bf16_gemv_avx512bf16(float *out, const uint16_t *xb, int ld, cons
                 const __m512i wv = c < full ? _mm512_loadu_si512(wr + 32 * c) : _mm512_maskz_loadu_epi16(tail, wr + 32 * c);
                 for (int r = 0; r < nr; r++) {
                     const __m512i xv = _mm512_loadu_si512(x0 + (size_t)r * ld + 32 * c);
-                    acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)xv, (__m512bh)wv);
+                    acc[r] = dot_pairs(acc[r], xv, wv, native);
                 }
             }
             for (int r = 0; r < nr; r++) out[(size_t)(n0 + r) * OC + o] = lanes_sum(acc[r], bias, o);
         }
     }
+}
+
+void gpt2c_cpu_bf16_gemv_avx512bf16(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N,
+                                    int IC, int OC, int o0, int o1) {
+    gemv(out, xb, ld, w, bias, N, IC, OC, o0, o1, 1);
+}
+
+void gpt2c_cpu_bf16_gemv_avx512f(float *out, const uint16_t *xb, int ld, const uint16_t *w, const float *bias, int N,
+                                 int IC, int OC, int o0, int o1) {
+    gemv(out, xb, ld, w, bias, N, IC, OC, o0, o1, 0);
 }
