@@ -105,7 +105,7 @@ med = lambda x: statistics.median(x) if x else float("nan")
 print("\nGPT-2 124M, medians of %d rounds            fp32        bf16   bf16/fp32" % max([len(v) for v in train.values()] + [len(inf.get(("prefill P=128 (tok/s)", "fp32"), []))]))
 for sq in sorted({k[0] for k in train}):
     f, b = med(train.get((sq, "fp32"), [])), med(train.get((sq, "bf16"), []))
-    print("training step B=4 T=%-4d (ms) %10.1f  %10.1f   %.2fx time; fp32 %.1f%% of the fp32 peak, bf16 %.1f%% of vdpbf16ps" % (sq, f, b, b / f, med(gf.get((sq, "fp32"), [])), med(gf.get((sq, "bf16"), []))))
+    print("training step B=4 T=%-4d (ms) %10.1f  %10.1f   %.2fx time; fp32 %.1f%% of the fp32 peak, bf16 %.1f%% of the bf16 ceiling (vdpbf16ps, or the FMA peak without AVX512_BF16)" % (sq, f, b, b / f, med(gf.get((sq, "fp32"), [])), med(gf.get((sq, "bf16"), []))))
     cf, cb = med(cpu.get((sq, "fp32"), [])), med(cpu.get((sq, "bf16"), []))
     print("  CPU ms/step                 %10.1f  %10.1f   %.2fx time (process CPU time, all threads)" % (cf, cb, cb / cf))
     tf, tb = med(torch.get((sq, "fp32"), [])), med(torch.get((sq, "bf16"), []))
