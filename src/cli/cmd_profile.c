@@ -259,7 +259,7 @@ int cmd_profile(int argc, char **argv) {
                 main_threads, warmup, trials, steps);
     } else if (!quiet)
         fprintf(stderr, "gpt2c profile: %s B=%d T=%d, %s%s, %d threads: %d warm-up + %d x %d steps\n", model, B, T, bk[0],
-                r.prec == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", main_threads, warmup, trials, steps);
+                precision_run_tag(r.prec, bk[0]), main_threads, warmup, trials, steps);
     for (int bi = 0; bi < nb && !quiet; bi++)
         if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
     const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed, decode_only};

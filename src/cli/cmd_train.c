@@ -540,7 +540,7 @@ static int train_setup(int argc, char **argv, train_job *J) {
         }
         fprintf(stderr, "gpt2c %s: %zu training tokens, B=%d T=%d accum=%d, %d steps from step %d, backend %s%s, %d threads\n",
                 CMD, gpt2c_dataloader_total_tokens(&J->train), B, T, accum, steps, start_step, backend,
-                gpt2c_model_precision(m) == GPT2C_FMT_BF16 ? " (bf16 precision)" : "", gpt2c_model_threads(m));
+                precision_run_tag(gpt2c_model_precision(m), backend), gpt2c_model_threads(m));
     }
     cfg->on_event = on_event;
     cfg->on_checkpoint = save ? on_checkpoint : NULL;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "gpt2c/cpu.h"
 #include "gpt2c/precision.h"
 #include "kernels/kernels.h"
 
@@ -35,4 +36,14 @@ int precision_arg_apply(const char *cmd, const char *precision, gpt2c_model *m, 
     if (gpt2c_model_set_precision(m, p) != GPT2C_OK) return cli_error(cmd, "--precision %s: %s", precision, gpt2c_errmsg());
     if (for_inference) gpt2c_model_release_fp32_weights(m);
     return 0;
+}
+
+const char *precision_run_tag(gpt2c_format p, const char *backend) {
+    if (p != GPT2C_FMT_BF16) return "";
+#if defined(__x86_64__)
+    if (backend && strcmp(backend, "cpu") == 0 && !gpt2c_cpu_has_avx512bf16())
+        return " (bf16 precision; no AVX512_BF16 on this CPU: bf16 GEMMs do fp32's FMAs, bf16 saves memory, not arithmetic)";
+#endif
+    (void)backend;
+    return " (bf16 precision)";
 }

@@ -16,5 +16,9 @@ int precision_arg_check(const char *cmd, const char *precision, const char *back
  * bf16 weight copies; for_inference also gives the fp32 copies of those
  * weights back to the OS.  Prints a one-line error and returns 1 on failure. */
 int precision_arg_apply(const char *cmd, const char *precision, gpt2c_model *m, int for_inference);
+/* The run line's precision tag for format p on `backend`: "" (fp32),
+ * " (bf16 precision)", or, on the cpu backend of an x86 CPU without
+ * AVX512_BF16, that plus what bf16 buys there (no arithmetic speed). */
+const char *precision_run_tag(gpt2c_format p, const char *backend);
 
 #endif
