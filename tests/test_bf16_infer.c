@@ -80,15 +80,17 @@ static void test_gemv(void) {
                 for (int o = 0; o < OC; o++)
                     if (o < o0 || o >= o1) CHECK(p[n * OC + o] == 0.0f);
 #if defined(__x86_64__)
-            if (dp) {
-                gpt2c_cpu_bf16_gemv_avx512bf16(q, xb, ld, w, bias, N, IC, OC, o0, o1);
-                CHECK_MSG(ndiff(p, q, (size_t)N * OC) == 0, "vdpbf16ps gemv N=%d IC=%d: %zu outputs differ", N, IC,
-                          ndiff(p, q, (size_t)N * OC));
-            }
-            if (f512) {
+            /* each vector path: the portable path's bits */
+            const struct {
+                const char *name;
+                int on;
+                void (*gemv)(float *, const uint16_t *, int, const uint16_t *, const float *, int, int, int, int, int);
+            } paths[] = {{"vdpbf16ps", dp, gpt2c_cpu_bf16_gemv_avx512bf16}, {"AVX-512F", f512, gpt2c_cpu_bf16_gemv_avx512f}};
+            for (size_t v = 0; v < sizeof paths / sizeof *paths; v++) {
+                if (!paths[v].on) continue;
                 memset(q, 0, sizeof(float) * (size_t)N * OC);
-                gpt2c_cpu_bf16_gemv_avx512f(q, xb, ld, w, bias, N, IC, OC, o0, o1);
-                CHECK_MSG(ndiff(p, q, (size_t)N * OC) == 0, "AVX-512F gemv N=%d IC=%d: %zu outputs differ", N, IC,
+                paths[v].gemv(q, xb, ld, w, bias, N, IC, OC, o0, o1);
+                CHECK_MSG(ndiff(p, q, (size_t)N * OC) == 0, "%s gemv N=%d IC=%d: %zu outputs differ", paths[v].name, N, IC,
                           ndiff(p, q, (size_t)N * OC));
             }
 #endif

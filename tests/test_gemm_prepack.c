@@ -70,7 +70,7 @@ int main(void) {
     CHECK(cs->l2 == 0 || (cs->l2 >= 64 << 10 && cs->l2 <= 64 << 20));
     CHECK(cs->l2_share >= 1 && cs->l3_share >= 1);
     const gemm_bf16_blocking keep = gpt2c_cpu_gemm_bf16_get_blocking();
-    const gemm_bf16_blocking guess = gpt2c_cpu_gemm_bf16_blocking_from_caches();
+    const gemm_bf16_blocking guess = gpt2c_cpu_gemm_bf16_blocking_from_caches(gpt2c_cpu_isa());
     gpt2c_cpu_gemm_bf16_set_blocking(keep);
     printf("blocking from caches: kc %d mc %d nc %d\n", guess.kc, guess.mc, guess.nc);
     CHECK(guess.kc >= 16 && guess.kc % 2 == 0 && guess.mc % 12 == 0 && guess.nc % 64 == 0);

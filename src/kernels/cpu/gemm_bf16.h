@@ -96,7 +96,7 @@ gemm_bf16_blocking gpt2c_cpu_gemm_bf16_set_blocking(gemm_bf16_blocking b);
  * sets the blocking it returns; *gflops: the tuned rate, 0 from the cache);
  * the first-use hook gpt2c_cpu_gemm_bf16 calls (autotune unless cached, or the
  * cache-size guess with GPT2C_GEMM_AUTOTUNE=0). */
-gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void);
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(gpt2c_isa isa); /* for the kernel isa runs */
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops);
 void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa);
 

@@ -42,12 +42,12 @@
  *     prefill), which leaves L2 room for A's block beside it;
  * mc: the A block (mc x kc elements, read once per B panel) in half of L2;
  * nc: the B block in this core's share of L3, over 4. */
-gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(void) {
+gemm_bf16_blocking gpt2c_cpu_gemm_bf16_blocking_from_caches(gpt2c_isa isa) {
     const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
     const long l2 = cs->l2 > 0 ? cs->l2 : 1 << 20;
     const long l3 = cs->l3 > 0 ? cs->l3 / (cs->l3_share > 0 ? cs->l3_share : 1) : 4 << 20;
     /* bytes per element in the panels: 2 (pair words), 4 with fp32 panels */
-    const int esz = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 ? 4 : 2;
+    const int esz = gpt2c_cpu_gemm_bf16_kernel(isa)->fp32 ? 4 : 2;
     gemm_bf16_blocking b = {0, 0, 0};
     b.kc = (int)(l2 * 3 / 32 / (64 * esz)) / 128 * 128; /* bytes per k: 64 columns */
     b.kc = b.kc < 256 ? 256 : b.kc > 1536 ? 1536 : b.kc;
@@ -420,7 +420,7 @@ static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16
 
 gemm_bf16_blocking gpt2c_cpu_gemm_bf16_autotune(gpt2c_isa isa, int force, int *from_cache, double *gflops) {
     g_tuning = 1;
-    const gemm_bf16_blocking b = autotune(1, isa, force, gpt2c_cpu_gemm_bf16_blocking_from_caches(), from_cache, gflops);
+    const gemm_bf16_blocking b = autotune(1, isa, force, gpt2c_cpu_gemm_bf16_blocking_from_caches(isa), from_cache, gflops);
     g_tuning = 0;
     return b;
 }
@@ -454,7 +454,7 @@ void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa) {
     g_done[1] = 1;
     const char *e = getenv("GPT2C_GEMM_AUTOTUNE");
     if (e && strcmp(e, "0") == 0) {
-        gpt2c_cpu_gemm_bf16_blocking_from_caches();
+        gpt2c_cpu_gemm_bf16_blocking_from_caches(isa);
         snprintf(g_note[1], sizeof g_note[1], "not tuned (GPT2C_GEMM_AUTOTUNE=0): cache-size blocking");
         return;
     }
