@@ -24,6 +24,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/infer_bf16.h"
 #include "kernels/kernels.h"
@@ -134,36 +135,51 @@ static void test_range(void) {
     }
 }
 
-/* GPT2C_ACT_IN_BF16: the input rounded once by the caller gives the bits of
- * the fp32 input rounded by the kernel, on both paths (few rows: the padded
- * copy for the matrix-vector product; many: the GEMM's bf16 operand), with
- * and without the GELU epilogue, in ranges of any width. */
+/* GPT2C_ACT_IN_BF16: the input rounded once by the caller, in either form
+ * of kernels/bf16_rows.h (the table's own through the op table, both
+ * through the cpu range matmul), gives the bits of the fp32 input rounded by
+ * the kernel, on both paths (few rows: the padded copy for the
+ * matrix-vector product; many: the GEMM's bf16 operand, or the swapped rows
+ * read in place), with and without the GELU epilogue, in ranges of any
+ * width, for an odd and an even IC. */
 static void test_range_in_bf16(void) {
     const gpt2c_kernels *k;
     CHECK_OK(gpt2c_kernels_get("cpu", &k));
-    CHECK(k->infer_bf16_input);
-    const int IC = 77, OC = 300;
+    CHECK(k->infer_bf16_input == GPT2C_BF16_IN_ROWS || k->infer_bf16_input == GPT2C_BF16_IN_F32_SWAPPED);
+    printf("  cpu table's bf16 input form: %s\n", k->infer_bf16_input == GPT2C_BF16_IN_ROWS ? "bf16 rows" : "swapped fp32 rows");
+    const int OC = 300;
     const int Ns[] = {3, GPT2C_BF16_GEMM_ROWS, 45};
     const int steps[] = {64, 128, 256};
-    for (int t = 0; t < 3; t++) {
-        const int N = Ns[t], step = steps[t];
-        float *x = rnd((size_t)N * IC, 51), *wf = rnd((size_t)OC * IC, 52), *bias = rnd(OC, 53);
-        x[5] = NAN, x[IC + 2] = INFINITY; /* kept through both roundings alike */
-        uint16_t *w = malloc(sizeof(uint16_t) * OC * IC), *xb = malloc(sizeof(uint16_t) * N * IC);
-        for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
-        for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
-        const gpt2c_tensor wt = {GPT2C_FMT_BF16, OC, IC, w, NULL, NULL, 0};
-        float *got = calloc((size_t)N * OC, sizeof(float)), *want = calloc((size_t)N * OC, sizeof(float));
-        for (int act = 0; act < 2; act++) {
-            k->matmul_infer_range(want, x, &wt, bias, N, IC, OC, act, 0, OC);
-            for (int o0 = 0; o0 < OC; o0 += step)
-                k->matmul_infer_range(got, (const float *)(const void *)xb, &wt, bias, N, IC, OC, act | GPT2C_ACT_IN_BF16, o0,
-                                      o0 + step < OC ? o0 + step : OC);
-            CHECK_MSG(ndiff(got, want, (size_t)N * OC) == 0, "bf16 input N=%d act=%d: %zu outputs differ", N, act,
-                      ndiff(got, want, (size_t)N * OC));
+    for (int ic = 0; ic < 2; ic++)
+        for (int t = 0; t < 3; t++) {
+            const int IC = ic ? 78 : 77, N = Ns[t], step = steps[t];
+            float *x = rnd((size_t)N * IC, 51), *wf = rnd((size_t)OC * IC, 52), *bias = rnd(OC, 53);
+            x[5] = NAN, x[IC + 2] = INFINITY; /* kept through both roundings alike */
+            uint16_t *w = malloc(sizeof(uint16_t) * OC * IC);
+            for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
+            const gpt2c_tensor wt = {GPT2C_FMT_BF16, OC, IC, w, NULL, NULL, 0};
+            float *got = calloc((size_t)N * OC, sizeof(float)), *want = calloc((size_t)N * OC, sizeof(float));
+            for (int form = 0; form <= 2; form++) { /* 0: the table's form through the op table */
+                const int f = form ? form : k->infer_bf16_input;
+                void *xb = malloc(gpt2c_bf16_in_row_bytes(f, IC) * N);
+                gpt2c_bf16_in_rows(xb, x, (size_t)N, IC, f);
+                for (int act = 0; act < 2; act++) {
+                    k->matmul_infer_range(want, x, &wt, bias, N, IC, OC, act, 0, OC);
+                    memset(got, 0, sizeof(float) * N * OC);
+                    for (int o0 = 0; o0 < OC; o0 += step) {
+                        const int o1 = o0 + step < OC ? o0 + step : OC;
+                        if (form)
+                            gpt2c_cpu_matmul_bf16_range(got, xb, f, w, bias, N, IC, OC, act, o0, o1);
+                        else
+                            k->matmul_infer_range(got, xb, &wt, bias, N, IC, OC, act | GPT2C_ACT_IN_BF16, o0, o1);
+                    }
+                    CHECK_MSG(ndiff(got, want, (size_t)N * OC) == 0, "bf16 input form %d N=%d IC=%d act=%d: %zu outputs differ",
+                              form, N, IC, act, ndiff(got, want, (size_t)N * OC));
+                }
+                free(xb);
+            }
+            free(x), free(wf), free(bias), free(w), free(got), free(want);
         }
-        free(x), free(wf), free(bias), free(w), free(xb), free(got), free(want);
-    }
 }
 
 /* max |a - b| / max |b| over the real vocabulary of n rows (stride Vp) */

@@ -15,6 +15,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/ref/ref_gemm_bf16.h"
@@ -179,9 +180,38 @@ static void test_bf16_rows(const gemm_bf16_isa_kernel *kk) {
                 char what[64];
                 snprintf(what, sizeof what, "bf16 rows M=%d K=%d kc=%d", M, K, blk ? 32 : keep.kc);
                 cmp(what, kk, got, want, (size_t)M * N);
-                free(A), free(B), free(bias), free(Ab), free(Bb), free(got), free(want);
+                /* A as swapped fp32 rows (kernels/bf16_rows.h), read in place */
+                float *xs = malloc(gpt2c_bf16_in_row_bytes(GPT2C_BF16_IN_F32_SWAPPED, K) * M);
+                gpt2c_bf16_in_rows(xs, A, (size_t)M, K, GPT2C_BF16_IN_F32_SWAPPED);
+                memset(got, 0, sizeof(float) * M * N);
+                gpt2c_cpu_gemm_bf16_swapped_a(kk, M, N, K, xs, K + (K & 1), b, got, N, bias, 0);
+                snprintf(what, sizeof what, "swapped rows M=%d K=%d kc=%d", M, K, blk ? 32 : keep.kc);
+                cmp(what, kk, got, want, (size_t)M * N);
+                free(A), free(B), free(bias), free(Ab), free(Bb), free(got), free(want), free(xs);
             }
     }
+    /* swapped rows with many units and K cut into slices (a small
+     * pre-pack limit), accumulating into C */
+    gpt2c_cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){32, 12, 64});
+    gpt2c_cpu_gemm_bf16_set_prepack_max(4096);
+    for (int K = 97; K <= 98; K++) {
+        const int M = 131;
+        float *A = rnd((size_t)M * K, 901), *B = rnd((size_t)N * K, 902), *C0 = rnd((size_t)M * N, 903);
+        uint16_t *Bb = to_bf16(B, (size_t)N * K);
+        for (size_t i = 0; i < (size_t)N * K; i++) B[i] = gpt2c_bf16_to_f32(Bb[i]);
+        float *got = malloc(sizeof(float) * M * N), *want = malloc(sizeof(float) * M * N);
+        memcpy(got, C0, sizeof(float) * M * N), memcpy(want, C0, sizeof(float) * M * N);
+        float *xs = malloc(gpt2c_bf16_in_row_bytes(GPT2C_BF16_IN_F32_SWAPPED, K) * M);
+        gpt2c_bf16_in_rows(xs, A, (size_t)M, K, GPT2C_BF16_IN_F32_SWAPPED);
+        const gemm_operand b = {Bb, GPT2C_FMT_BF16, 1, K};
+        gpt2c_cpu_gemm_bf16_swapped_a(kk, M, N, K, xs, K + (K & 1), b, got, N, NULL, 1);
+        gpt2c_ref_gemm_bf16(M, N, K, A, K, 1, B, 1, K, want, N, NULL, 1);
+        char what[64];
+        snprintf(what, sizeof what, "swapped rows sliced M=%d K=%d", M, K);
+        cmp(what, kk, got, want, (size_t)M * N);
+        free(A), free(B), free(C0), free(Bb), free(got), free(want), free(xs);
+    }
+    gpt2c_cpu_gemm_bf16_set_prepack_max(0);
     gpt2c_cpu_gemm_bf16_set_blocking(keep);
 }
 

@@ -21,6 +21,7 @@
 #include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
 #include "infer/infer_state.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/kernels.h"
 #include "model/costs.h"
 #include "model/gpt2_block.h"
@@ -159,15 +160,14 @@ static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
     return step < MM_CHUNK ? MM_CHUNK : step > 4 * MM_CHUNK ? 4 * MM_CHUNK : step;
 }
 
-/* dst (rows, IC) = src rounded to bf16, nearest even, NaN kept quiet (as
- * kernels/bf16.h; branch-free so the loop vectorizes) */
-static void round_rows_bf16(uint16_t *restrict dst, const float *restrict src, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], 4);
-        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-    }
+/* rows [r0, r1) of src (IC wide) into s->xbf in the table's form (kernels/bf16_rows.h) */
+static void round_rows_bf16(const gpt2c_infer *s, const gpt2c_kernels *k, const float *src, int IC, int r0, int r1) {
+    const size_t rb = gpt2c_bf16_in_row_bytes(k->infer_bf16_input, IC);
+    gpt2c_bf16_in_rows((char *)s->xbf + (size_t)r0 * rb, src + (size_t)r0 * IC, (size_t)(r1 - r0), IC, k->infer_bf16_input);
+}
+/* its traffic: an fp32 read and the form's write per element */
+static double round_rows_bytes(const gpt2c_kernels *k, double rows, int IC) {
+    return rows * (4.0 * IC + (double)gpt2c_bf16_in_row_bytes(k->infer_bf16_input, IC));
 }
 
 /* one layer's weight as a typed view, and a range of its matmul on k, or on
@@ -298,12 +298,12 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     /* many rows on bf16 weights: the input rounded to bf16 once (see GPT2C_ACT_IN_BF16) */
                     const int xbf = s->xbf && n >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, w.fmt);
                     if (xbf)
-                        STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){0, 6.0 * n * IC}), {
+                        STAGE(nchunks(n, ROW_CHUNK), bs->op, l, ((op_cost){0, round_rows_bytes(k, n, IC)}), {
                             RANGE(r0, r1, chunk, ROW_CHUNK, n);
-                            round_rows_bf16(s->xbf + (size_t)r0 * IC, in + (size_t)r0 * IC, (size_t)(r1 - r0) * IC);
+                            round_rows_bf16(s, k, in, IC, r0, r1);
                         });
                     const int mstep = matmul_step(n, OC, w.fmt, nth);
-                    const void *min = xbf ? (const void *)s->xbf : (const void *)in;
+                    const void *min = xbf ? s->xbf : (const void *)in;
                     const int act = (gelu && !la ? GPT2C_ACT_GELU : GPT2C_ACT_NONE) | (xbf ? GPT2C_ACT_IN_BF16 : 0);
                     warm.left = 0;
                     if (split) { /* while this stage's last chunks finish: the next matmul's first lines */
@@ -417,11 +417,11 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
         const gpt2c_tensor wte = W(WTE, 0);
         const int lxbf = s->xbf && lm_rows >= GPT2C_INFER_GEMM_ROWS && bf16_rows_for(k, wte.fmt);
         if (lxbf)
-            STAGE(nchunks(lm_rows, ROW_CHUNK), GPT2C_OP_MATMUL_LMHEAD, -1, ((op_cost){0, 6.0 * lm_rows * C}), {
+            STAGE(nchunks(lm_rows, ROW_CHUNK), GPT2C_OP_MATMUL_LMHEAD, -1, ((op_cost){0, round_rows_bytes(k, lm_rows, C)}), {
                 RANGE(r0, r1, chunk, ROW_CHUNK, lm_rows);
-                round_rows_bf16(s->xbf + (size_t)r0 * C, lm_in + (size_t)r0 * C, (size_t)(r1 - r0) * C);
+                round_rows_bf16(s, k, lm_in, C, r0, r1);
             });
-        const void *lmin = lxbf ? (const void *)s->xbf : (const void *)lm_in;
+        const void *lmin = lxbf ? s->xbf : (const void *)lm_in;
         STAGE_SPLIT(split && quantized(wte.fmt) && lm_rows < GPT2C_INFER_GEMM_ROWS, nchunks(Vp, MM_CHUNK * 4), GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_fwd(lm_rows, C, Vp, wte.fmt), {
             RANGE(o0, o1, chunk, MM_CHUNK * 4, Vp);
             MATMUL_RANGE(lm_out, lmin, wte, NULL, lm_rows, C, Vp, lxbf ? GPT2C_ACT_IN_BF16 : GPT2C_ACT_NONE, o0, o1);

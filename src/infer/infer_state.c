@@ -8,6 +8,7 @@
 #include "gpt2c/precision.h"
 #include "gpt2c/quant.h"
 #include "infer/infer_state.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/kernels.h"
 #include "model/gpt2_block.h"
 #include "model/model_internal.h"
@@ -77,14 +78,16 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
 #define RUP(n) (((size_t)(n) + 15) & ~(size_t)15)
     const size_t cache_floats = s->kv_bf16 ? RUP((L * s->layer_cache + 1) / 2) : RUP(L * s->layer_cache);
     /* the bf16 rows of a matmul's input (infer_forward.c: bf16 weights on a
-     * table that takes them, prefill-sized passes): (R, 4C) bf16 in floats' room */
+     * table that takes them, prefill-sized passes): (R, 4C) in the table's
+     * form (kernels/bf16_rows.h), in floats' room */
     const int bf16_rows = m->k->infer_bf16_input &&
                           (gpt2c_model_precision(m) == GPT2C_FMT_BF16 ||
                            (gpt2c_model_qweights(m) && gpt2c_qmatmul_bf16_prefill())) &&
                           R >= GPT2C_INFER_GEMM_ROWS;
     const size_t sizes[] = {cache_floats, cache_floats, RUP(R * C), RUP(R * C), RUP(R * C),
                             RUP(R),                  RUP(R),                  RUP(R * 3 * C), RUP(R * C), RUP(R * C),
-                            RUP(R * 4 * C),          RUP((size_t)batch * Vp), bf16_rows ? RUP(R * 2 * C) : 0};
+                            RUP(R * 4 * C),          RUP((size_t)batch * Vp),
+                            bf16_rows ? RUP((R * gpt2c_bf16_in_row_bytes(m->k->infer_bf16_input, 4 * C) + 3) / 4) : 0};
     float *xbf = NULL;
     float **dst[] = {&s->kc, &s->vc, &s->x, &s->x2, &s->ln, &s->mean, &s->rstd, &s->qkv, &s->atty, &s->proj,
                      &s->fch, &s->logits, &xbf};
@@ -116,7 +119,7 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
         s->kc16 = (uint16_t *)s->kc, s->vc16 = (uint16_t *)s->vc;
         s->kc = s->vc = NULL;
     }
-    s->xbf = bf16_rows ? (uint16_t *)xbf : NULL;
+    s->xbf = bf16_rows ? (void *)xbf : NULL;
 #undef RUP
     *out = s;
     return GPT2C_OK;

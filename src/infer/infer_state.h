@@ -52,7 +52,8 @@ struct gpt2c_infer {
     float *proj;        /* (R,C) projection outputs */
     float *fch;         /* (R,4C) gelu(fc) */
     float *logits;      /* (B,Vp) last logits of each sequence */
-    uint16_t *xbf;      /* (R,4C) a matmul's input rows rounded to bf16 (bf16 weights, many rows; else NULL) */
+    void *xbf;          /* (R,4C) a matmul's input rows rounded to bf16, in the table's form (kernels/bf16_rows.h;
+                           bf16 weights, many rows; else NULL) */
     float *lora_t;      /* (R, rank) LoRA adapters: scale * x A^T of the rows in flight (NULL: none) */
     gpt2c_stage_ctr *ctr; /* (nctr) stage counters of one forward pass */
     int nctr;

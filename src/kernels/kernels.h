@@ -18,9 +18,10 @@
 enum { GPT2C_ACT_NONE = 0, GPT2C_ACT_GELU = 1 }; /* epilogues of matmul_infer_range */
 /* A flag OR'd into matmul_infer_range's act, only for a table with
  * infer_bf16_input set and a bf16 weight, or a quantized one while
- * gpt2c_qmatmul_bf16_prefill() (gpt2c/quant.h): inp then points to N rows of IC bf16
- * values (uint16_t, row stride IC), the fp32 input already rounded to nearest
- * even (kernels/bf16.h) -- rounded once per matmul instead of once per range. */
+ * gpt2c_qmatmul_bf16_prefill() (gpt2c/quant.h): inp then points to the N
+ * input rows already rounded to bf16 in the table's form (kernels/bf16_rows.h:
+ * bf16 values, or fp32 ones in the GEMM's pair order) -- rounded once per
+ * matmul instead of once per range. */
 enum { GPT2C_ACT_IN_BF16 = 0x100 };
 
 struct gpt2c_profiler;
@@ -46,7 +47,9 @@ typedef struct gpt2c_kernels {
     const char *name; /* "ref", "cpu", "blas", "cuda" */
     const char *isa;  /* e.g. "avx512", "avx2", "scalar" (informational) */
     gpt2c_op_formats formats;
-    int infer_bf16_input; /* matmul_infer_range takes GPT2C_ACT_IN_BF16 (with bf16 weights) */
+    /* 0, or the form of input matmul_infer_range takes with GPT2C_ACT_IN_BF16
+     * (bf16 weights): GPT2C_BF16_IN_ROWS or GPT2C_BF16_IN_F32_SWAPPED */
+    int infer_bf16_input;
     /* Optional (NULL: none): called by the inference before a pass of many
      * rows, outside its parallel region, with the thread count set: the cpu
      * backend's GEMMs take their first-use blocking (autotune or cache) there

@@ -19,6 +19,7 @@
 #include "gpt2c/cpu.h"
 #include "gpt2c/quant.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/infer_bf16.h"
@@ -96,7 +97,7 @@ int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_bf16, const 
             return 1;
         }
         gpt2c_quant_unpack_rows_bf16_avx512(w, o0, o1, wb);
-        gpt2c_cpu_matmul_bf16_range(out + o0, inp, in_bf16, wb, b, N, IC, OC, act, 0, R);
+        gpt2c_cpu_matmul_bf16_range(out + o0, inp, in_bf16 ? GPT2C_BF16_IN_ROWS : 0, wb, b, N, IC, OC, act, 0, R);
         return 1;
     }
     if (in_bf16) return 0; /* bf16 rows are only passed where the bf16 path runs */

@@ -8,6 +8,7 @@
 #include "gpt2c/cpu.h"
 #include "gpt2c/dtype.h"
 #include "gpt2c/quant.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
@@ -19,6 +20,7 @@
  * forced with --isa / GPT2C_ISA=avx2|scalar), read once in
  * gpt2c_kernels_cpu_infer_fill before any kernel runs. */
 static int use_avx512;
+static int in_bf16_form = GPT2C_BF16_IN_ROWS; /* the table's infer_bf16_input (kernels/bf16_rows.h) */
 
 /* Portable fallback: 8 partial sums per dot product, so the compiler can
  * vectorize without reassociating. */
@@ -44,12 +46,14 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
  * table's formats mask says so) */
 static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                    int IC, int OC, int act, int o0, int o1) {
-    const int in_bf16 = (act & GPT2C_ACT_IN_BF16) != 0;
+    const int in_form = act & GPT2C_ACT_IN_BF16 ? in_bf16_form : 0, in_bf16 = in_form != 0;
     act &= ~GPT2C_ACT_IN_BF16;
     if (wt->fmt == GPT2C_FMT_BF16) {
-        gpt2c_cpu_matmul_bf16_range(out, inp, in_bf16, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
+        gpt2c_cpu_matmul_bf16_range(out, inp, in_form, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
         return;
     }
+    /* (quantized weights get bf16 rows only where the bf16 prefill runs,
+     * which needs AVX512_BF16: the form is then GPT2C_BF16_IN_ROWS) */
     if (gpt2c_format_is_quantized(wt->fmt)) {
         /* prefill: the range's rows dequantized once, then the bf16 or fp32 GEMM over all N rows */
         if (use_avx512 && gpt2c_qmatmul_prefill_range(out, inp, in_bf16, wt, bias, N, act, o0, o1)) return;
@@ -126,7 +130,10 @@ static void cpu_infer_prepare(int bf16) {
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     k->matmul_infer_range = cpu_matmul_infer_range;
-    k->infer_bf16_input = 1;
+    /* the fp32-panel bf16 GEMM (no AVX512_BF16) reads its input in place as
+     * swapped fp32 rows; the others pack bf16 rows */
+    in_bf16_form = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 ? GPT2C_BF16_IN_F32_SWAPPED : GPT2C_BF16_IN_ROWS;
+    k->infer_bf16_input = in_bf16_form;
     k->infer_prepare = cpu_infer_prepare;
     k->formats.matmul_infer_range |=
         GPT2C_FMT_BIT(GPT2C_FMT_Q8) | GPT2C_FMT_BIT(GPT2C_FMT_Q4) | GPT2C_FMT_BIT(GPT2C_FMT_NF4) | GPT2C_FMT_BIT(GPT2C_FMT_BF16);

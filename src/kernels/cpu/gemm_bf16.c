@@ -336,25 +336,47 @@ static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, in
  * fp32 panels (2*kp steps of k) where the ISA kernel names one. */
 static int tile_mr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->mr : kk->mr; }
 static int tile_nr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->nr : kk->nr; }
-static inline void run_tile(const gemm_bf16_isa_kernel *kk, int kp, const uint32_t *ap, const uint32_t *bp, float *c,
-                            long ldc, int load_c, const float *bias) {
+/* A given as fp32 rows in kernel order (gpt2c_cpu_gemm_bf16_swapped_a): row
+ * i at p + i*ld; p NULL when A is an operand to pack. */
+typedef struct {
+    const float *p;
+    long ld;
+} swapped_rows;
+
+/* One tile: A at ap with row / column strides (ars, acs) in floats for the
+ * fp32 kernel (packed panels: 1, MR; swapped rows read in place: ld, 1); the
+ * pair kernel takes packed panels only. */
+static inline void run_tile(const gemm_bf16_isa_kernel *kk, int kp, const uint32_t *ap, long ars, long acs,
+                            const uint32_t *bp, float *c, long ldc, int load_c, const float *bias) {
     if (kk->fp32)
-        kk->fp32->kern(2 * kp, (const float *)ap, 1, kk->fp32->mr, (const float *)bp, kk->fp32->nr, c, ldc, load_c, bias);
+        kk->fp32->kern(2 * kp, (const float *)ap, ars, acs, (const float *)bp, kk->fp32->nr, c, ldc, load_c, bias);
     else
         kk->kern(kp, ap, bp, c, ldc, load_c, bias);
 }
 
 static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb, int jc, int nb, int K,
-                      const gemm_operand *A, const gemm_operand *B, float *C, long ldc, const float *bias,
-                      int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa, prepacked pb) {
+                      const gemm_operand *A, swapped_rows xa, const gemm_operand *B, float *C, long ldc,
+                      const float *bias, int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa,
+                      prepacked pb) {
     const int MR = tile_mr(kk), NR = tile_nr(kk), xw = kk->fp32 ? 2 : 1;
     for (int pc = 0; pc < K; pc += kcmax) {
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
         const size_t kpw = (size_t)kp * xw; /* words per panel column */
         const int load_c = accumulate || pc > 0;
         const uint32_t *abuf = abuf0, *bbuf = bbuf0;
-        if (pa.p) abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kpw;
-        else pack_panels(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
+        if (xa.p) { /* in place; only the edge rows (fewer than MR) into a zero-padded panel */
+            const int r0 = mb / MR * MR;
+            if (r0 < mb) {
+                float *d = (float *)abuf0;
+                for (int k = 0; k < 2 * kp; k++)
+                    for (int r = 0; r < MR; r++)
+                        d[(size_t)k * MR + r] = r0 + r < mb ? xa.p[(size_t)(ic + r0 + r) * xa.ld + pc + k] : 0.0f;
+            }
+        } else if (pa.p) {
+            abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kpw;
+        } else {
+            pack_panels(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
+        }
         if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kpw;
         /* else B is packed panel by panel into bbuf0, each just before its
          * tiles, while the next panel's source is prefetched into L2 across
@@ -376,12 +398,17 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                 if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
                 const uint32_t *ap = abuf + (size_t)ir * kpw;
+                long ars = 1, acs = MR;
+                if (xa.p && mr == MR)
+                    ap = (const uint32_t *)(const void *)(xa.p + (size_t)(ic + ir) * xa.ld + pc), ars = xa.ld, acs = 1;
+                else if (xa.p) /* the edge panel */
+                    ap = abuf0;
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
                 if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
                     for (int r = 0; r < MR; r++)
                         for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
-                    run_tile(kk, kp, ap, bp, c, ldc, load_c, bi);
+                    run_tile(kk, kp, ap, ars, acs, bp, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
                     float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
                     float bpad[NR_MAX] __attribute__((aligned(64)));
@@ -391,7 +418,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                         memset(bpad, 0, sizeof bpad);
                         memcpy(bpad, bi, sizeof(float) * nr);
                     }
-                    run_tile(kk, kp, ap, bp, tmp, NR, load_c, bi ? bpad : NULL);
+                    run_tile(kk, kp, ap, ars, acs, bp, tmp, NR, load_c, bi ? bpad : NULL);
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
@@ -419,8 +446,26 @@ static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand
         }
 }
 
-void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
-                        long ldc, const float *bias, int accumulate) {
+/* The same with A as swapped rows (value (i,k) at xa.p[i*ld + (k^1)]). */
+static void gemm_naive_swapped(int ic, int mb, int jc, int nb, int K, swapped_rows xa, const gemm_operand *B,
+                               float *C, long ldc, const float *bias, int accumulate) {
+    const int bbf = B->fmt == GPT2C_FMT_BF16;
+    for (int i = ic; i < ic + mb; i++)
+        for (int j = jc; j < jc + nb; j++) {
+            const float *x = xa.p + (size_t)i * xa.ld;
+            float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
+            for (int k = 0; k < K; k += 2) {
+                if (k + 1 < K)
+                    acc += x[k] * gpt2c_bf16_to_f32(elem16(B->p, (size_t)(k + 1) * B->rs + (size_t)j * B->cs, bbf));
+                acc += x[k + 1] * gpt2c_bf16_to_f32(elem16(B->p, (size_t)k * B->rs + (size_t)j * B->cs, bbf));
+            }
+            C[(size_t)i * ldc + j] = acc;
+        }
+}
+
+/* The GEMM with A packed from its operand, or (xa.p) read in place. */
+static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, swapped_rows xa,
+                          gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
         if (!accumulate)
@@ -454,7 +499,7 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
      * fits, accumulating into C, which is stored and reloaded exactly between
      * them (the same sums; each unit packing all of A again cost ~10%). */
     const size_t ablk = (size_t)kpmax * Mp * 4 * xw, bblk = (size_t)kpmax * Np * 4 * xw;
-    const int big_a = cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
+    const int big_a = !xa.p && cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
     if ((big_a || big_b) && nblk > 1) {
         const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
         const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
@@ -462,16 +507,18 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
             const size_t ea = A.fmt == GPT2C_FMT_BF16 ? 2 : 4, eb = B.fmt == GPT2C_FMT_BF16 ? 2 : 4;
             for (int k0 = 0; k0 < K; k0 += ks) {
                 gemm_operand a = A, b = B;
-                a.p = (const char *)A.p + (size_t)k0 * A.cs * ea;
+                swapped_rows x = xa;
+                if (xa.p) x.p += k0; /* k0 even: whole pairs */
+                else a.p = (const char *)A.p + (size_t)k0 * A.cs * ea;
                 b.p = (const char *)B.p + (size_t)k0 * B.rs * eb;
-                gpt2c_cpu_gemm_bf16_with(kk, M, N, K - k0 < ks ? K - k0 : ks, a, b, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
+                gemm_bf16_run(kk, M, N, K - k0 < ks ? K - k0 : ks, a, x, b, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
             }
             return;
         }
     }
     prepacked pa = {NULL, (size_t)kpmax * Mp * xw}, pb = {NULL, (size_t)kpmax * Np * xw};
     uint32_t *pab = NULL, *pbb = NULL;
-    if (cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
+    if (!xa.p && cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
     if (rc > 1 && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
     if (pab || pbb) {
         /* chunks of panels, several per thread (one chunk per unit left a
@@ -501,10 +548,32 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
         uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU * xw);
         uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw);
         if (ab && bb)
-            gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
+            gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, xa, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
+        else if (xa.p)
+            gemm_naive_swapped(ic, mb, jc, nb, K, xa, &B, C, ldc, bias, accumulate);
         else
             gemm_naive(ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate);
     }
+}
+
+void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
+                        long ldc, const float *bias, int accumulate) {
+    gemm_bf16_run(kk, M, N, K, A, (swapped_rows){NULL, 0}, B, C, ldc, bias, accumulate);
+}
+
+void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N, int K, const float *xa, long lda,
+                                   gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
+    const swapped_rows x = {xa, lda};
+    if (!kk->fp32) { /* the pair kernels take packed panels only: the unpacked loop (same sums) */
+        if (K <= 0) {
+            gpt2c_cpu_gemm_bf16_with(kk, M, N, K, (gemm_operand){xa, GPT2C_FMT_F32, lda, 1}, B, C, ldc, bias, accumulate);
+            return;
+        }
+        gemm_naive_swapped(0, M, 0, N, K, x, &B, C, ldc, bias, accumulate);
+        return;
+    }
+    const gemm_operand none = {NULL, GPT2C_FMT_F32, 0, 0};
+    gemm_bf16_run(kk, M, N, K, none, x, B, C, ldc, bias, accumulate);
 }
 
 void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,

@@ -109,6 +109,17 @@ void gpt2c_cpu_gemm_bf16_set_prepack_max(size_t bytes);
 void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
                         long ldc, const float *bias, int accumulate);
 
+/* The same with A (M, K) given as "swapped rows" (kernels.h's
+ * GPT2C_BF16_IN_F32_SWAPPED): bf16 values held as fp32, row i at xa + i*lda,
+ * each pair (2p, 2p+1) stored as (2p+1, 2p), a zero partner for an odd K's
+ * last k.  That is the order in which an fp32-panel kernel (`fp32` above)
+ * runs the pair adds, so it reads A in place: no packing or expansion per
+ * call (a prefill runs one GEMM per range of outputs on the same input).
+ * The same bits as gpt2c_cpu_gemm_bf16_with on A's bf16 values; a kernel
+ * without `fp32` runs the unpacked loop (correct, slow). */
+void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N, int K, const float *xa, long lda,
+                                   gemm_operand B, float *C, long ldc, const float *bias, int accumulate);
+
 /* The three GEMMs of a linear layer (gemm.h's gemm_linear_op), A and B of
  * formats fa and fb (W is B for fwd/dinp, X is B for dweight). */
 void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,

@@ -8,6 +8,7 @@
 
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/kernels.h"
@@ -52,9 +53,10 @@ void gpt2c_cpu_bf16_gemv_portable(float *out, const uint16_t *xb, int ld, const 
     }
 }
 
-/* The rounded input rows (per thread, grown when needed, kept). */
-static _Thread_local uint16_t *tl_xb;
-static _Thread_local size_t tl_xcap;
+/* The rounded input rows (per thread, grown when needed, kept); swapped
+ * rows turned back into bf16 ones (below). */
+static _Thread_local uint16_t *tl_xb, *tl_unswap;
+static _Thread_local size_t tl_xcap, tl_ucap;
 
 static int has_dp = -1; /* AVX512_BF16 and the AVX-512 ISA in effect */
 
@@ -82,15 +84,52 @@ static void gelu_cols(float *out, int N, int OC, int o0, int o1) {
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC + o0, tl_gelu + n * w, sizeof(float) * w);
 }
 
-void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_bf16, const uint16_t *w, const float *bias, int N,
+/* Swapped fp32 rows (kernels/bf16_rows.h) back to bf16 rows: a kernel that
+ * does not read them in place (the pair kernels; the matrix-vector product). */
+static const uint16_t *unswap_rows(const float *x, int N, int IC) {
+    const int ld = IC + (IC & 1);
+    const size_t need = (size_t)N * IC;
+    if (need > tl_ucap) {
+        free(tl_unswap);
+        tl_unswap = aligned_alloc(64, (need * sizeof(uint16_t) + 63) / 64 * 64);
+        tl_ucap = tl_unswap ? need : 0;
+    }
+    if (!tl_unswap) return NULL;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < IC; i++) {
+            uint32_t u;
+            memcpy(&u, x + (size_t)n * ld + (i ^ 1), 4);
+            tl_unswap[(size_t)n * IC + i] = (uint16_t)(u >> 16);
+        }
+    return tl_unswap;
+}
+
+void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const uint16_t *w, const float *bias, int N,
                                  int IC, int OC, int act, int o0, int o1) {
     if (o1 <= o0 || N <= 0) return;
     const gpt2c_isa isa = gpt2c_cpu_isa();
-    const gemm_operand a = {inp, in_bf16 ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, IC, 1},
-                       b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
+    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isa);
+    const gemm_operand b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
+    if (in_form == GPT2C_BF16_IN_F32_SWAPPED && N >= GPT2C_BF16_GEMM_ROWS && kk->fp32) {
+        /* prefill on fp32 panels: the input read in place, as prepared once for the matmul */
+        gpt2c_cpu_gemm_bf16_swapped_a(kk, N, o1 - o0, IC, inp, IC + (IC & 1), b, out + o0, OC, bias ? bias + o0 : NULL, 0);
+        if (act == GPT2C_ACT_GELU) gelu_cols(out, N, OC, o0, o1);
+        return;
+    }
+    if (in_form == GPT2C_BF16_IN_F32_SWAPPED) { /* any other kernel: as bf16 rows */
+        const uint16_t *xb = unswap_rows(inp, N, IC);
+        if (!xb) { /* no memory: the unpacked loop reads the swapped rows */
+            gpt2c_cpu_gemm_bf16_swapped_a(&gpt2c_gemm_bf16_kernel_scalar, N, o1 - o0, IC, inp, IC + (IC & 1), b, out + o0,
+                                          OC, bias ? bias + o0 : NULL, 0);
+            if (act == GPT2C_ACT_GELU) gelu_cols(out, N, OC, o0, o1);
+            return;
+        }
+        inp = xb, in_form = GPT2C_BF16_IN_ROWS;
+    }
+    const int in_bf16 = in_form == GPT2C_BF16_IN_ROWS;
+    const gemm_operand a = {inp, in_bf16 ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, IC, 1};
     if (N >= GPT2C_BF16_GEMM_ROWS) { /* prefill: the bf16 GEMM on this range's weight rows */
-        gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
-                                 bias ? bias + o0 : NULL, 0);
+        gpt2c_cpu_gemm_bf16_with(kk, N, o1 - o0, IC, a, b, out + o0, OC, bias ? bias + o0 : NULL, 0);
     } else {
         const int ld = round32(IC);
         const size_t need = (size_t)N * ld;
@@ -100,8 +139,7 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_bf16, const
             tl_xcap = tl_xb ? need : 0;
         }
         if (!tl_xb) { /* no memory for the rounded rows: the GEMM needs none beyond its own buffers */
-            gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), N, o1 - o0, IC, a, b, out + o0, OC,
-                                     bias ? bias + o0 : NULL, 0);
+            gpt2c_cpu_gemm_bf16_with(kk, N, o1 - o0, IC, a, b, out + o0, OC, bias ? bias + o0 : NULL, 0);
         } else {
             if (in_bf16) /* already rounded: copied into the zero-padded rows */
                 for (int n = 0; n < N; n++) {

@@ -42,10 +42,12 @@ void gpt2c_cpu_bf16_gemv_avx512f(float *out, const uint16_t *xb, int ld, const u
 
 /* The range matmul: out[n*OC + o] (o in [o0, o1)) = bias[o] + inp row n . w row o
  * (bf16 operands, fp32 accumulation, as above); act GPT2C_ACT_GELU applies the
- * cpu backend's gelu_forward to the range.  inp: N rows of IC fp32 values, or
- * (in_bf16) of IC bf16 values already rounded (kernels.h's GPT2C_ACT_IN_BF16:
- * the same results, the rounding done once per matmul by the caller). */
-void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_bf16, const uint16_t *w, const float *bias, int N,
+ * cpu backend's gelu_forward to the range.  inp: N rows of IC fp32 values
+ * (in_form 0), or the rows already rounded in a form of kernels/bf16_rows.h
+ * (kernels.h's GPT2C_ACT_IN_BF16: the same results, the rounding done once
+ * per matmul by the caller; swapped fp32 rows are read in place by the
+ * fp32-panel GEMM, with no packing of the input per range). */
+void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const uint16_t *w, const float *bias, int N,
                                  int IC, int OC, int act, int o0, int o1);
 
 #endif
