@@ -11,6 +11,7 @@
  *               field, gemm_bf16.h); this kernel serves the attention. */
 #include <immintrin.h>
 
+#include "kernels/cpu/bf16_split_avx512.h"
 #include "kernels/cpu/gemm_bf16.h"
 
 static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
@@ -146,15 +147,14 @@ static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C
         for (int v = 0; v < 2; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
-    const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
     for (int p = 0; p < kp; p++, a += 6, b += 32) {
         const __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 16);
-        const __m512 bh0 = _mm512_castsi512_ps(_mm512_and_si512(w0, hi_mask)), bl0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
-        const __m512 bh1 = _mm512_castsi512_ps(_mm512_and_si512(w1, hi_mask)), bl1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
+        const __m512 bh0 = gpt2c_bf16_hi_ps(w0), bl0 = gpt2c_bf16_lo_ps(w0);
+        const __m512 bh1 = gpt2c_bf16_hi_ps(w1), bl1 = gpt2c_bf16_lo_ps(w1);
 #pragma GCC unroll 6
         for (int r = 0; r < 6; r++) {
             const __m512i aw = _mm512_set1_epi32((int)a[r]);
-            const __m512 ah = _mm512_castsi512_ps(_mm512_and_si512(aw, hi_mask)), al = _mm512_castsi512_ps(_mm512_slli_epi32(aw, 16));
+            const __m512 ah = gpt2c_bf16_hi_ps(aw), al = gpt2c_bf16_lo_ps(aw);
             c[r][0] = _mm512_fmadd_ps(ah, bh0, c[r][0]);
             c[r][1] = _mm512_fmadd_ps(ah, bh1, c[r][1]);
             c[r][0] = _mm512_fmadd_ps(al, bl0, c[r][0]);
@@ -179,14 +179,13 @@ static const int32_t ex6_idx[6][16] = {
     {14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 18, 19, 20, 21, 22, 23}, {8, 9, 10, 11, 12, 13, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
     {18, 19, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 20, 21}, {22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 26, 27, 28, 29, 30, 31}};
 static int expand_rows(uint32_t *buf, long rows, int P) {
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     if (P == 64) {
         for (long s = rows - 1; s >= 0; s--) {
             __m512i w[4];
             for (int v = 0; v < 4; v++) w[v] = _mm512_loadu_si512(buf + s * 64 + 16 * v);
             for (int v = 0; v < 4; v++) {
-                _mm512_storeu_si512(buf + s * 128 + 16 * v, _mm512_and_si512(w[v], hi));
-                _mm512_storeu_si512(buf + s * 128 + 64 + 16 * v, _mm512_slli_epi32(w[v], 16));
+                _mm512_storeu_ps(buf + s * 128 + 16 * v, gpt2c_bf16_hi_ps(w[v]));
+                _mm512_storeu_ps(buf + s * 128 + 64 + 16 * v, gpt2c_bf16_lo_ps(w[v]));
             }
         }
         return 1;
@@ -198,6 +197,7 @@ static int expand_rows(uint32_t *buf, long rows, int P) {
             const uint32_t w = buf[s * 6 + j];
             buf[s * 12 + 6 + j] = w << 16, buf[s * 12 + j] = w & 0xffff0000u;
         }
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     __m512i idx[6];
     for (int v = 0; v < 6; v++) idx[v] = _mm512_loadu_si512(ex6_idx[v]);
     /* lanes of output v holding a low half: (16v + l) % 12 >= 6 */
@@ -208,6 +208,7 @@ static int expand_rows(uint32_t *buf, long rows, int P) {
         uint32_t *dst = buf + s * 12;
         for (int v = 0; v < 6; v++) {
             const __m512i x = v < 3 ? _mm512_permutex2var_epi32(a, idx[v], b) : _mm512_permutex2var_epi32(b, idx[v], c);
+            /* the split of bf16_split_avx512.h, lane by lane: high halves, and low ones under the mask */
             const __m512i y = _mm512_mask_slli_epi32(_mm512_and_si512(x, hi), lo_lanes[v], x, 16);
             _mm512_storeu_si512(dst + 16 * v, y);
         }

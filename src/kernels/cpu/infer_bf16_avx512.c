@@ -13,6 +13,7 @@
  * Fewer than 4 rows, and outputs left over, take the one-output loop. */
 #include <immintrin.h>
 
+#include "kernels/cpu/bf16_split_avx512.h"
 #include "kernels/cpu/infer_bf16.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -28,9 +29,8 @@
  * split operand that several calls share) */
 ALWAYS_INLINE __m512 dot_pairs(__m512 acc, __m512i x, __m512i w, const int native) {
     if (native) return _mm512_dpbf16_ps(acc, (__m512bh)x, (__m512bh)w);
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-    acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(x, hi)), _mm512_castsi512_ps(_mm512_and_si512(w, hi)), acc);
-    return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), acc);
+    acc = _mm512_fmadd_ps(gpt2c_bf16_hi_ps(x), gpt2c_bf16_hi_ps(w), acc);
+    return _mm512_fmadd_ps(gpt2c_bf16_lo_ps(x), gpt2c_bf16_lo_ps(w), acc);
 }
 
 static inline float lanes_sum(__m512 v, const float *bias, int o) {
