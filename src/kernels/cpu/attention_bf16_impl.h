@@ -17,7 +17,16 @@
  * transposed instead (O^T = V^T P^T, dV^T = dO^T P, dK^T = Q^T dS), so each
  * tile's probabilities are packed from two contiguous rows at a time; the
  * operands that do not change within a (batch, head) pair are packed once for
- * it, in per-thread buffers. */
+ * it, in per-thread buffers.
+ *
+ * Where the ISA's bf16 kernel runs on fp32 panels (gemm_bf16.h `fp32`: CPUs
+ * without AVX512_BF16), every panel is packed expanded instead: pair row p
+ * becomes two fp32 rows, 2p the high halves (k = 2p+1) and 2p+1 the low
+ * halves (k = 2p), and the fp32 micro-kernel runs 2*kp steps of k: the same
+ * adds in the same order (the bits of the pair kernel), without unpacking
+ * words in the inner loop.  Each panel then takes xw = 2 times the words, so
+ * every offset and stride below (in words, at pair-row or panel boundaries)
+ * is scaled by xw. */
 
 #include <omp.h>
 #include <stdlib.h>
@@ -26,12 +35,24 @@
 
 static inline uint32_t att_word(float lo, float hi) { return (uint32_t)bf16_bits(lo) | (uint32_t)bf16_bits(hi) << 16; }
 
+/* pair row slot d (panel width P) = word w: the word itself (xw 1), or its
+ * high half at d and its low half at d + P as fp32 values (xw 2, expanded) */
+static inline void att_put(uint32_t *d, int P, uint32_t w, int xw) {
+    if (xw == 1) {
+        d[0] = w;
+    } else {
+        d[0] = w & 0xffff0000u;
+        d[P] = w << 16;
+    }
+}
+
 /* A panels of n rows (rows past n zero) with pairs over k < K (row r at src + r*lds):
- * dst[(r/MR)*(MR*kp) + p*MR + r%MR], kp = ceil(K/2), rows padded to MR */
-static void att_pack_rows_a(uint32_t *dst, const float *src, long lds, int n, int K, int MR) {
+ * dst[(r/MR)*(MR*kp) + p*MR + r%MR], kp = ceil(K/2), rows padded to MR
+ * (every offset times xw: att_put) */
+static void att_pack_rows_a(uint32_t *dst, const float *src, long lds, int n, int K, int MR, int xw) {
     const int kp = (K + 1) / 2, nm = att_up(n, MR);
     for (int r = 0; r < nm; r++) {
-        uint32_t *d = dst + (size_t)(r / MR) * MR * kp + r % MR;
+        uint32_t *d = dst + (size_t)(r / MR) * MR * kp * xw + r % MR;
         const float *s = src + (size_t)r * lds;
         uint32_t w[kp];
         if (r + ATT_PF < n) /* rows are C3 floats apart: the prefetchers do not follow */
@@ -43,21 +64,21 @@ static void att_pack_rows_a(uint32_t *dst, const float *src, long lds, int n, in
             for (int p = 0; p < K / 2; p++) w[p] = att_word(s[2 * p], s[2 * p + 1]);
             if (K % 2) w[K / 2] = att_word(s[K - 1], 0.0f);
         }
-        for (int p = 0; p < kp; p++) d[(size_t)p * MR] = w[p];
+        for (int p = 0; p < kp; p++) att_put(d + (size_t)p * MR * xw, MR, w[p], xw);
     }
 }
 
 /* B panels of n columns (columns past n, up to att_up(n, NR), zero), column j
  * = row j of src, pairs over k < K: dst[(j/NR)*(NR*kp) + p*NR + j%NR] */
-static void att_pack_rows_b(uint32_t *dst, const float *src, long lds, int n, int K, int NR) {
-    att_pack_rows_a(dst, src, lds, n, K, NR); /* the same layout with NR for MR */
+static void att_pack_rows_b(uint32_t *dst, const float *src, long lds, int n, int K, int NR, int xw) {
+    att_pack_rows_a(dst, src, lds, n, K, NR, xw); /* the same layout with NR for MR */
 }
 
 /* A panels of the transpose: rows = the K' = cols columns of src (an n x cols
  * block, row i at src + i*lds), pairs over src's rows i < n (the GEMM's k):
  * dst[(c/MR)*(MR*kp) + p*MR + c%MR] = (src[2p][c], src[2p+1][c]), kp = ceil(n/2),
  * columns padded to MR with zeros */
-static void att_pack_cols_a(uint32_t *dst, const float *src, long lds, int n, int cols, int MR) {
+static void att_pack_cols_a(uint32_t *dst, const float *src, long lds, int n, int cols, int MR, int xw) {
     const int kp = (n + 1) / 2, cm = att_up(cols, MR);
     for (int p = 0; p < kp; p++) {
         const float *s0 = src + (size_t)(2 * p) * lds, *s1 = 2 * p + 1 < n ? s0 + lds : NULL;
@@ -68,16 +89,16 @@ static void att_pack_cols_a(uint32_t *dst, const float *src, long lds, int n, in
 #pragma omp simd
         for (int c = 0; c < cols; c++) w[c] = att_word(s0[c], s1 ? s1[c] : 0.0f);
         for (int c = cols; c < cm; c++) w[c] = 0;
-        uint32_t *d = dst + (size_t)p * MR;
-        for (int c0 = 0; c0 < cm; c0 += MR, d += (size_t)MR * kp)
-            for (int r = 0; r < MR; r++) d[r] = w[c0 + r];
+        uint32_t *d = dst + (size_t)p * MR * xw;
+        for (int c0 = 0; c0 < cm; c0 += MR, d += (size_t)MR * kp * xw)
+            for (int r = 0; r < MR; r++) att_put(d + r, MR, w[c0 + r], xw);
     }
 }
 
 /* B panels from pairs of rows: dst[(j/NR)*(NR*kp) + p*NR + j%NR] =
  * (src[2p][j], src[2p+1][j]) for j < cols, zero for cols <= j < att_up(cols, NR);
  * kp = ceil(n/2), a row past n zero */
-static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, int cols, int NR) {
+static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, int cols, int NR, int xw) {
     const int kp = (n + 1) / 2, nn = att_up(cols, NR);
     for (int p = 0; p < kp; p++) {
         const float *s0 = src + (size_t)(2 * p) * lds, *s1 = s0 + lds;
@@ -86,37 +107,54 @@ static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, i
             for (int o = 0; o < cols; o += 16)
                 __builtin_prefetch(s0 + (size_t)ATT_PF * lds + o), __builtin_prefetch(s0 + (size_t)(ATT_PF + 1) * lds + o);
         for (int j0 = 0; j0 < nn; j0 += NR) {
-            uint32_t *d = dst + (size_t)(j0 / NR) * NR * kp + (size_t)p * NR;
-            if (j0 + NR <= cols) {
+            uint32_t *d = dst + ((size_t)(j0 / NR) * NR * kp + (size_t)p * NR) * xw;
+            if (j0 + NR <= cols && xw == 1) {
 #pragma omp simd
                 for (int j = 0; j < NR; j++) d[j] = att_word(s0[j0 + j], two ? s1[j0 + j] : 0.0f);
+            } else if (j0 + NR <= cols) { /* expanded: the high row (k = 2p+1), then the low one */
+#pragma omp simd
+                for (int j = 0; j < NR; j++) d[j] = two ? (uint32_t)bf16_bits(s1[j0 + j]) << 16 : 0u;
+#pragma omp simd
+                for (int j = 0; j < NR; j++) d[NR + j] = (uint32_t)bf16_bits(s0[j0 + j]) << 16;
             } else {
                 for (int j = 0; j < NR; j++)
-                    d[j] = j0 + j < cols ? att_word(s0[j0 + j], two ? s1[j0 + j] : 0.0f) : 0u;
+                    att_put(d + j, NR, j0 + j < cols ? att_word(s0[j0 + j], two ? s1[j0 + j] : 0.0f) : 0u, xw);
             }
         }
     }
 }
 
+/* The tile (MR x NR) and panel expansion (xw) attention packs for kernel kk. */
+static inline int att_mr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->mr : kk->mr; }
+static inline int att_nr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->nr : kk->nr; }
+static inline int att_xw(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? 2 : 1; }
+
 /* C (M,N) [ldc] (+)= A panels x B panels over kp pairs; M a multiple of MR,
- * N of NR; consecutive A panels as words apart, B panels bs */
+ * N of NR; consecutive A panels as words apart, B panels bs (expanded panels:
+ * the fp32 kernel over 2*kp steps) */
 static void att_gemm_bf16(const gemm_bf16_isa_kernel *kk, int M, int N, int kp, const uint32_t *A, size_t as,
                           const uint32_t *B, size_t bs, float *C, long ldc, int load_c) {
-    for (int jr = 0; jr < N; jr += kk->nr)
-        for (int ir = 0; ir < M; ir += kk->mr)
-            kk->kern(kp, A + (size_t)(ir / kk->mr) * as, B + (size_t)(jr / kk->nr) * bs, C + (size_t)ir * ldc + jr, ldc,
-                     load_c, NULL);
+    const int MR = att_mr(kk), NR = att_nr(kk);
+    for (int jr = 0; jr < N; jr += NR)
+        for (int ir = 0; ir < M; ir += MR) {
+            const uint32_t *a = A + (size_t)(ir / MR) * as, *b = B + (size_t)(jr / NR) * bs;
+            if (kk->fp32)
+                kk->fp32->kern(2 * kp, (const float *)a, 1, MR, (const float *)b, NR, C + (size_t)ir * ldc + jr, ldc, load_c,
+                               NULL);
+            else
+                kk->kern(kp, a, b, C + (size_t)ir * ldc + jr, ldc, load_c, NULL);
+        }
 }
 
 static void attention_forward_bf16(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr;
+    const int hs = C / NH, C3 = 3 * C, MR = att_mr(kk), NR = att_nr(kk), xw = att_xw(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR); /* channel pairs; O^T rows padded to whole A panels */
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldq = ATT_FQ; /* row length of S^T and O^T (queries), a multiple of every NR */
     const float scale = 1.0f / sqrtf((float)hs);
     /* per thread: K as A panels (pairs over channels), V^T as A panels (pairs over keys) */
-    const size_t per = (size_t)Tm * kph + (size_t)hsm * kpT;
+    const size_t per = ((size_t)Tm * kph + (size_t)hsm * kpT) * xw;
     uint32_t *work = malloc(sizeof(uint32_t) * per * (size_t)omp_get_max_threads());
     if (!work) { /* no memory for the panels: the fp32 attention (a different rounding, never wrong) */
         attention_forward(out, state, qkv, B, T, C, NH);
@@ -124,22 +162,22 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
     }
 #pragma omp parallel if (B * NH > 1)
     {
-        uint32_t *kpan = work + per * (size_t)omp_get_thread_num(), *vpan = kpan + (size_t)Tm * kph;
+        uint32_t *kpan = work + per * (size_t)omp_get_thread_num(), *vpan = kpan + (size_t)Tm * kph * xw;
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
             const float *qb = qkv + (size_t)b * T * C3 + h * hs, *kb = qb + C, *vb = qb + 2 * C;
-            uint32_t qpan[ATT_FQ * kph];   /* Q block as B panels (pairs over channels) */
-            uint32_t ppan[ATT_FQ * ATT_FK / 2 + ATT_FQ]; /* P^T of a tile as B panels (pairs over keys) */
+            uint32_t qpan[ATT_FQ * kph * xw];   /* Q block as B panels (pairs over channels) */
+            uint32_t ppan[(ATT_FQ * ATT_FK / 2 + ATT_FQ) * xw]; /* P^T of a tile as B panels (pairs over keys) */
             float st[ATT_FK * ldq];        /* S^T, then P^T: st[c*ldq + r] */
             float ot[hsm * ldq];           /* unnormalised output, transposed: ot[i*ldq + r] */
             float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
-            att_pack_rows_a(kpan, kb, C3, T, hs, MR);
-            att_pack_cols_a(vpan, vb, C3, T, hs, MR);
+            att_pack_rows_a(kpan, kb, C3, T, hs, MR, xw);
+            att_pack_cols_a(vpan, vb, C3, T, hs, MR, xw);
             memset(st, 0, sizeof st);
             for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
                 const int qn = att_min(T - i0, ATT_FQ), nq = att_up(qn, NR);
-                att_pack_rows_b(qpan, qb + (size_t)i0 * C3, C3, qn, hs, NR);
+                att_pack_rows_b(qpan, qb + (size_t)i0 * C3, C3, qn, hs, NR, xw);
                 for (int r = 0; r < ATT_FQ; r++) m[r] = -INFINITY, l[r] = 0.0f;
                 memset(ot, 0, sizeof ot);
                 const int jend = i0 + qn;
@@ -147,7 +185,8 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
                     const int jn = att_min(jend - j0, ATT_FK), mk = att_up(jn, MR), kpj = (jn + 1) / 2;
                     const int diag = j0 + jn - 1 > i0;
                     /* S^T = K Q^T: the tile's key panels start at key j0 (a multiple of MR) */
-                    att_gemm_bf16(kk, mk, nq, kph, kpan + (size_t)j0 * kph, (size_t)MR * kph, qpan, (size_t)NR * kph, st, ldq, 0);
+                    att_gemm_bf16(kk, mk, nq, kph, kpan + (size_t)j0 * kph * xw, (size_t)MR * kph * xw, qpan,
+                                  (size_t)NR * kph * xw, st, ldq, 0);
                     att_softmax_tile(st, ldq, jn, nq, j0 - i0, diag, scale, m, l, corr);
                     for (int i = 0; i < hs; i++) {
                         float *orow = ot + (size_t)i * ldq;
@@ -155,9 +194,9 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
                         for (int r = 0; r < nq; r++) orow[r] *= corr[r];
                     }
                     /* O^T += V^T P^T over the tile's key pairs (j0 is even) */
-                    att_pack_pairs_b(ppan, st, ldq, jn, nq, NR); /* st has nq columns */
-                    att_gemm_bf16(kk, hsm, nq, kpj, vpan + (size_t)(j0 / 2) * MR, (size_t)MR * kpT, ppan, (size_t)NR * kpj, ot,
-                                  ldq, 1);
+                    att_pack_pairs_b(ppan, st, ldq, jn, nq, NR, xw); /* st has nq columns */
+                    att_gemm_bf16(kk, hsm, nq, kpj, vpan + (size_t)(j0 / 2) * MR * xw, (size_t)MR * kpT * xw, ppan,
+                                  (size_t)NR * kpj * xw, ot, ldq, 1);
                 }
                 for (int r = 0; r < qn; r++) {
                     const float inv = 1.0f / l[r];
@@ -179,15 +218,15 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
 static void attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                                     const float *state, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr;
+    const int hs = C / NH, C3 = 3 * C, MR = att_mr(kk), NR = att_nr(kk), xw = att_xw(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR), hsp = att_up(hs, NR);
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldk = ATT_BK; /* row length of P, dS and of dK^T, dV^T (keys): a multiple of every NR */
     const float scale = 1.0f / sqrtf((float)hs);
     /* per thread: Q, dO as A panels (pairs over channels); Q^T, dO^T as A panels
      * (pairs over queries); K as B panels by pairs of keys */
-    const size_t rows_a = (size_t)Tm * kph, cols_a = (size_t)hsm * kpT;
-    const size_t per = 2 * rows_a + 2 * cols_a + (size_t)hsp * kpT + (size_t)T * hs; /* + dQ rows, contiguous */
+    const size_t rows_a = (size_t)Tm * kph * xw, cols_a = (size_t)hsm * kpT * xw;
+    const size_t per = 2 * rows_a + 2 * cols_a + (size_t)hsp * kpT * xw + (size_t)T * hs; /* + dQ rows, contiguous */
     uint32_t *work = malloc(sizeof(uint32_t) * per * (size_t)omp_get_max_threads());
     if (!work) {
         attention_backward(dqkv, scratch, dout, qkv, out, state, B, T, C, NH);
@@ -197,7 +236,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
     {
         uint32_t *qa = work + per * (size_t)omp_get_thread_num(), *ga = qa + rows_a, *qt = ga + rows_a, *gt = qt + cols_a;
         uint32_t *kbp = gt + cols_a;
-        float *dqa = (float *)(kbp + (size_t)hsp * kpT); /* dQ of the pair, accumulated here, stored at the end */
+        float *dqa = (float *)(kbp + (size_t)hsp * kpT * xw); /* dQ of the pair, accumulated here, stored at the end */
 #pragma omp for schedule(dynamic, 1)
         for (int bh = 0; bh < B * NH; bh++) {
             const int b = bh / NH, h = bh % NH;
@@ -205,17 +244,17 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             const float *ob = out + (size_t)b * T * C + h * hs, *gb = dout + (size_t)b * T * C + h * hs;
             const float *lse = state + (size_t)bh * T;
             float *dqb = dqkv + (size_t)b * T * C3 + h * hs, *dkb = dqb + C, *dvb = dqb + 2 * C;
-            uint32_t kt[ATT_BK * kph], vt[ATT_BK * kph]; /* K, V tile as B panels (pairs over channels) */
-            uint32_t pp[ATT_BQ / 2 * ATT_BK + ATT_BK], dp[ATT_BQ / 2 * ATT_BK + ATT_BK]; /* P, dS by pairs of rows */
-            uint32_t da[att_up(ATT_BQ, MR) * (ATT_BK / 2)];                           /* dS as A panels */
+            uint32_t kt[ATT_BK * kph * xw], vt[ATT_BK * kph * xw]; /* K, V tile as B panels (pairs over channels) */
+            uint32_t pp[(ATT_BQ / 2 * ATT_BK + ATT_BK) * xw], dp[(ATT_BQ / 2 * ATT_BK + ATT_BK) * xw]; /* P, dS by pairs of rows */
+            uint32_t da[att_up(ATT_BQ, MR) * (ATT_BK / 2) * xw];                                  /* dS as A panels */
             float ps[ATT_BQ * ldk], ds[ATT_BQ * ldk]; /* S then P;  dP then dS */
             float dkt[hsm * ldk], dvt[hsm * ldk];     /* dK^T / scale, dV^T of the tile */
             float tmp[ATT_BQ * hsp];
-            att_pack_rows_a(qa, qb, C3, T, hs, MR);
-            att_pack_rows_a(ga, gb, C, T, hs, MR);
-            att_pack_cols_a(qt, qb, C3, T, hs, MR);
-            att_pack_cols_a(gt, gb, C, T, hs, MR);
-            att_pack_pairs_b(kbp, kb, C3, T, hs, NR);
+            att_pack_rows_a(qa, qb, C3, T, hs, MR, xw);
+            att_pack_rows_a(ga, gb, C, T, hs, MR, xw);
+            att_pack_cols_a(qt, qb, C3, T, hs, MR, xw);
+            att_pack_cols_a(gt, gb, C, T, hs, MR, xw);
+            att_pack_pairs_b(kbp, kb, C3, T, hs, NR, xw);
             memset(ps, 0, sizeof ps);
             memset(ds, 0, sizeof ds);
             memset(dqa, 0, sizeof(float) * T * hs);
@@ -223,30 +262,30 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             att_row_dots(Dall, gb, ob, C, T, hs);
             for (int j0 = 0; j0 < T; j0 += ATT_BK) {
                 const int jn = att_min(T - j0, ATT_BK), kpj = (jn + 1) / 2;
-                att_pack_rows_b(kt, kb + (size_t)j0 * C3, C3, jn, hs, NR);
-                att_pack_rows_b(vt, vb + (size_t)j0 * C3, C3, jn, hs, NR);
+                att_pack_rows_b(kt, kb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
+                att_pack_rows_b(vt, vb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
                 memset(dkt, 0, sizeof dkt);
                 memset(dvt, 0, sizeof dvt);
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                     const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR), kpq = (qn + 1) / 2;
                     const int diag = j0 + jn - 1 > i0;
                     /* S / scale and dP; i0 is a multiple of MR (ATT_BQ is) */
-                    att_gemm_bf16(kk, mq, ATT_BK, kph, qa + (size_t)i0 * kph, (size_t)MR * kph, kt, (size_t)NR * kph, ps,
-                                  ldk, 0);
-                    att_gemm_bf16(kk, mq, ATT_BK, kph, ga + (size_t)i0 * kph, (size_t)MR * kph, vt, (size_t)NR * kph, ds,
-                                  ldk, 0);
+                    att_gemm_bf16(kk, mq, ATT_BK, kph, qa + (size_t)i0 * kph * xw, (size_t)MR * kph * xw, kt,
+                                  (size_t)NR * kph * xw, ps, ldk, 0);
+                    att_gemm_bf16(kk, mq, ATT_BK, kph, ga + (size_t)i0 * kph * xw, (size_t)MR * kph * xw, vt,
+                                  (size_t)NR * kph * xw, ds, ldk, 0);
                     att_probs_dscores(ps, ds, ldk, mq, qn, jn, i0, j0, diag, lse + i0, Dall + i0, scale);
                     /* dV^T += dO^T P and dK^T += Q^T dS over the block's query pairs (i0 is even) */
-                    att_pack_pairs_b(pp, ps, ldk, qn, ATT_BK, NR);
-                    att_pack_pairs_b(dp, ds, ldk, qn, ATT_BK, NR);
-                    att_gemm_bf16(kk, hsm, ATT_BK, kpq, gt + (size_t)(i0 / 2) * MR, (size_t)MR * kpT, pp,
-                                  (size_t)NR * kpq, dvt, ldk, 1);
-                    att_gemm_bf16(kk, hsm, ATT_BK, kpq, qt + (size_t)(i0 / 2) * MR, (size_t)MR * kpT, dp,
-                                  (size_t)NR * kpq, dkt, ldk, 1);
+                    att_pack_pairs_b(pp, ps, ldk, qn, ATT_BK, NR, xw);
+                    att_pack_pairs_b(dp, ds, ldk, qn, ATT_BK, NR, xw);
+                    att_gemm_bf16(kk, hsm, ATT_BK, kpq, gt + (size_t)(i0 / 2) * MR * xw, (size_t)MR * kpT * xw, pp,
+                                  (size_t)NR * kpq * xw, dvt, ldk, 1);
+                    att_gemm_bf16(kk, hsm, ATT_BK, kpq, qt + (size_t)(i0 / 2) * MR * xw, (size_t)MR * kpT * xw, dp,
+                                  (size_t)NR * kpq * xw, dkt, ldk, 1);
                     /* dS K over the tile's key pairs (j0 is even) */
-                    att_pack_rows_a(da, ds, ldk, mq, jn, MR);
-                    att_gemm_bf16(kk, mq, hsp, kpj, da, (size_t)MR * kpj, kbp + (size_t)(j0 / 2) * NR, (size_t)NR * kpT,
-                                  tmp, hsp, 0);
+                    att_pack_rows_a(da, ds, ldk, mq, jn, MR, xw);
+                    att_gemm_bf16(kk, mq, hsp, kpj, da, (size_t)MR * kpj * xw, kbp + (size_t)(j0 / 2) * NR * xw,
+                                  (size_t)NR * kpT * xw, tmp, hsp, 0);
                     for (int r = 0; r < qn; r++) {
                         float *dq = dqa + (size_t)(i0 + r) * hs;
                         const float *tr = tmp + (size_t)r * hsp;

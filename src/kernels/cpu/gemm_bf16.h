@@ -41,8 +41,8 @@ typedef void (*gpt2c_gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint3
 
 typedef struct {
     const char *name; /* "avx512bf16", "avx512f-fp32", "avx2-fp32", "scalar" */
-    int mr, nr; /* kern's tile; the driver tiles by fp32's when that is set (below) */
-    gpt2c_gemm_bf16_kernel_fn kern;
+    int mr, nr; /* the tile: kern's, or fp32's where that is set (below) */
+    gpt2c_gemm_bf16_kernel_fn kern; /* NULL where fp32 is set */
     /* Optional fast packing of a bf16 B read "transposed" (the forward's
      * W^T): pair words of columns j (word rows j*ld apart) into
      * dst[q*NR + j], i.e. a 32-bit transpose (gemm.h's pack_bt on words). */
@@ -56,15 +56,15 @@ typedef struct {
     void (*f32_pairs)(uint32_t *d, const float *s, int nq);
     void (*f32_2rows)(uint32_t *d, const float *s0, const float *s1, int n);
     void (*bf16_2rows)(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int n);
-    /* Non-NULL: the driver (gpt2c_cpu_gemm_bf16*) expands its packed panels
-     * to fp32 and runs this fp32 micro-kernel (gemm.h, its own MR x NR)
-     * instead of `kern`: each pair row q of a panel becomes two fp32 rows,
-     * 2q the high halves (k = 2q+1) and 2q+1 the low halves (k = 2q), each
-     * bf16 shifted to its fp32 value, run as 2*kp steps of k: the same adds
-     * in the same order as `kern` and vdpbf16ps, with no unpacking in the
-     * inner loop (without AVX512_BF16 the unpacking took as many vector ops
-     * as the FMAs: ~52% of the FMA peak).  `kern` stays for callers that
-     * tile pair panels themselves (the bf16 training attention). */
+    /* Non-NULL (CPUs without AVX512_BF16): the driver (gpt2c_cpu_gemm_bf16*)
+     * and the bf16 attention expand their packed panels to fp32 and run
+     * this fp32 micro-kernel (gemm.h, its own MR x NR) instead of a pair
+     * kernel: each pair row q of a panel becomes two fp32 rows, 2q the high
+     * halves (k = 2q+1) and 2q+1 the low halves (k = 2q), each bf16 shifted
+     * to its fp32 value, run as 2*kp steps of k: the same adds in the same
+     * order as vdpbf16ps, with no unpacking in the inner loop (a pair kernel
+     * on FMAs spent as many vector ops unpacking as on the FMAs: ~52% of the
+     * FMA peak in the GEMMs; 1.3x the time in the attention). */
     const gemm_isa_kernel *fp32;
     /* Optional vector form of that expansion (in place, `rows` packed rows of
      * P words into 2*rows rows of P floats); returns 0 for a P it does not

@@ -1,14 +1,13 @@
-/* AVX-512 bf16 GEMM micro-kernels (gemm_bf16.h):
- *   avx512bf16: a 6 x 64 tile in 24 zmm accumulators; per pair of k, 4 loads
- *               of B (64 columns x 2 k), 6 broadcast A words, 24 vdpbf16ps
- *               (32 multiply-adds each: twice an fp32 FMA's).
- *   avx512f:    for CPUs without AVX512_BF16, the same arithmetic by FMAs:
- *               a 6 x 32 tile, each pair word split into its high (odd k)
- *               and low (even k) bf16, which are fp32 with the low 16 bits
- *               zero; high first, then low, as vdpbf16ps adds them.
- *               The GEMM driver does better on this CPU: it expands its
- *               panels to fp32 and runs the fp32 6 x 64 kernel (the `fp32`
- *               field, gemm_bf16.h); this kernel serves the attention. */
+/* AVX-512 bf16 GEMM (gemm_bf16.h):
+ *   avx512bf16: a 6 x 64 micro-kernel, 24 zmm accumulators; per pair of k, 4
+ *               loads of B (64 columns x 2 k), 6 broadcast A words, 24
+ *               vdpbf16ps (32 multiply-adds each: twice an fp32 FMA's).
+ *   avx512f:    for CPUs without AVX512_BF16, no pair micro-kernel: the
+ *               driver and the bf16 attention expand their pair panels to
+ *               fp32 (expand_rows below: each word's high half, odd k, then
+ *               its low half, even k, as vdpbf16ps adds them) and run the
+ *               fp32 6 x 64 kernel, the same arithmetic by FMAs.
+ * Both share the vector packing (pair words, fp32 -> bf16 rounding). */
 #include <immintrin.h>
 
 #include "kernels/cpu/bf16_split_avx512.h"
@@ -138,34 +137,6 @@ static void bf16_2rows(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int 
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,         64,        kern_dp_6x64, pack_words,
                                                                 f32_pairs,    f32_2rows, bf16_2rows, NULL, NULL};
 
-static void kern_fma_6x32(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
-                          const float *bias) {
-    __m512 c[6][2];
-    #pragma GCC unroll 6
-    for (int r = 0; r < 6; r++)
-    #pragma GCC unroll 2
-        for (int v = 0; v < 2; v++)
-            c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
-                             : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
-    for (int p = 0; p < kp; p++, a += 6, b += 32) {
-        const __m512i w0 = _mm512_loadu_si512(b), w1 = _mm512_loadu_si512(b + 16);
-        const __m512 bh0 = gpt2c_bf16_hi_ps(w0), bl0 = gpt2c_bf16_lo_ps(w0);
-        const __m512 bh1 = gpt2c_bf16_hi_ps(w1), bl1 = gpt2c_bf16_lo_ps(w1);
-#pragma GCC unroll 6
-        for (int r = 0; r < 6; r++) {
-            const __m512i aw = _mm512_set1_epi32((int)a[r]);
-            const __m512 ah = gpt2c_bf16_hi_ps(aw), al = gpt2c_bf16_lo_ps(aw);
-            c[r][0] = _mm512_fmadd_ps(ah, bh0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(ah, bh1, c[r][1]);
-            c[r][0] = _mm512_fmadd_ps(al, bl0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(al, bl1, c[r][1]);
-        }
-    }
-    #pragma GCC unroll 6
-    for (int r = 0; r < 6; r++)
-    #pragma GCC unroll 2
-        for (int v = 0; v < 2; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
-}
 /* fp32 panels (gemm_bf16.h `expand`): rows of P pair words -> two rows of P
  * floats each (the high halves, then the low), in place, from the back.
  * P = 64 (B panels): row by row, 4 vectors in, 8 out.  P = 6 (A panels):
@@ -217,6 +188,6 @@ static int expand_rows(uint32_t *buf, long rows, int P) {
 }
 
 /* the driver runs its GEMMs on fp32 panels with the fp32 6 x 64 kernel */
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f-fp32", 6,         32,         kern_fma_6x32,
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f-fp32", 6,         64,         NULL,
                                                              pack_words,     f32_pairs, f32_2rows,  bf16_2rows,
                                                              &gpt2c_gemm_kernel_avx512, expand_rows};
