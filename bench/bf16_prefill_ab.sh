@@ -30,7 +30,8 @@ for g in OLD NEW; do ${!g} bench generate --prompt-len 64 --tokens 1 --runs 1 --
 for r in $(seq $R); do
   for P in $PL; do
     for p in fp32 bf16; do
-      for g in OLD NEW; do
+      ord="OLD NEW"; [ $((r % 2)) = 0 ] && ord="NEW OLD" # the order flips every round (second runs were seen slower)
+      for g in $ord; do
         bin=${!g}
         $bin bench generate --model gpt2 --prompt-len $P --tokens 1 --runs 1 --threads $T --precision $p $CT --no-peak --json | sed "s/^{/{\"build\":\"$g\",/" >> $J
       done

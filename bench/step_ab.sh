@@ -2,8 +2,9 @@
 # Training step, old vs new binary (issue 12), GPT-2 124M, B=4, 2 threads:
 #  1. `bench train` ms/step for each precision in PRECS (default "fp32 bf16")
 #     and T in SEQS (default "64 256"), old and new alternated for R rounds
-#     (default 3), so drift on a shared machine hits both alike; medians and
-#     new/old.
+#     (default 3), so drift on a shared machine hits both alike (the order
+#     flips every round: on a shared VM the second of two back-to-back runs
+#     was seen up to 20% slower); medians and new/old.
 #  2. PERF=1 (needs `perf`; software cpu-clock sampling, so it works without
 #     a PMU): where the step's CPU time goes, per binary and precision at T=64
 #     (the first T of SEQS): the share of samples in the GEMM micro-kernels,
@@ -21,7 +22,8 @@ train() { "$1" bench train --model gpt2 --batch 4 --seq "$3" --threads 2 --steps
 D=$(mktemp -d)
 for r in $(seq "$R"); do
   for p in ${PRECS:-fp32 bf16}; do for t in ${SEQS:-64 256}; do
-    o=$(train "$OLD" "$p" "$t"); n=$(train "$NEW" "$p" "$t")
+    if [ $((r % 2)) = 1 ]; then o=$(train "$OLD" "$p" "$t"); n=$(train "$NEW" "$p" "$t")
+    else n=$(train "$NEW" "$p" "$t"); o=$(train "$OLD" "$p" "$t"); fi
     echo "round $r $p T=$t ms/step: old $o new $n"
     echo "$o" >>"$D/$p-$t-old"; echo "$n" >>"$D/$p-$t-new"
   done; done
