@@ -545,7 +545,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
-        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * MCU * xw);
+        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * (xa.p ? MR : MCU) * xw); /* swapped rows: the edge panel */
         uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw);
         if (ab && bb)
             gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, xa, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
@@ -564,15 +564,11 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
 void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N, int K, const float *xa, long lda,
                                    gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
     const swapped_rows x = {xa, lda};
-    if (!kk->fp32) { /* the pair kernels take packed panels only: the unpacked loop (same sums) */
-        if (K <= 0) {
-            gpt2c_cpu_gemm_bf16_with(kk, M, N, K, (gemm_operand){xa, GPT2C_FMT_F32, lda, 1}, B, C, ldc, bias, accumulate);
-            return;
-        }
+    if (!kk->fp32 && M > 0 && N > 0 && K > 0) { /* the pair kernels take packed panels only: the unpacked loop (same sums) */
         gemm_naive_swapped(0, M, 0, N, K, x, &B, C, ldc, bias, accumulate);
         return;
     }
-    const gemm_operand none = {NULL, GPT2C_FMT_F32, 0, 0};
+    const gemm_operand none = {NULL, GPT2C_FMT_F32, 0, 0}; /* (not read: A is x) */
     gemm_bf16_run(kk, M, N, K, none, x, B, C, ldc, bias, accumulate);
 }
 
