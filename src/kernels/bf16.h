@@ -11,12 +11,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Branch-free (a select, not a jump), so loops calling it vectorise. */
 static inline uint16_t gpt2c_bf16_from_f32(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN: keep it, quiet */
-    u += 0x7fffu + ((u >> 16) & 1u);                                         /* round half to even */
-    return (uint16_t)(u >> 16);
+    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* round half to even */
+    const uint32_t q = (u >> 16) | 0x40u;                        /* NaN: keep it, quiet */
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
 }
 
 static inline float gpt2c_bf16_to_f32(uint16_t h) {

@@ -4,13 +4,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* kernels/bf16.h's rounding without a branch, so the loops vectorise */
-static inline uint32_t bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-    return (u & 0x7fffffffu) > 0x7f800000u ? q : r;
-}
+#include "kernels/bf16.h"
+
+static inline uint32_t bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
 
 size_t gpt2c_bf16_in_row_bytes(int form, int IC) {
     return form == GPT2C_BF16_IN_F32_SWAPPED ? sizeof(float) * (size_t)(IC + (IC & 1)) : sizeof(uint16_t) * (size_t)IC;

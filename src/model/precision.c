@@ -48,15 +48,10 @@ gpt2c_tensor gpt2c_model_weight(const gpt2c_model *m, int id, int layer) {
     return t;
 }
 
-/* fp32 -> bf16 by gpt2c_bf16_from_f32's rounding, without its branch (vectorises). */
+/* fp32 -> bf16 (gpt2c_bf16_from_f32: branch-free, so the loop vectorises). */
 static void to_bf16(uint16_t *restrict dst, const float *restrict src, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= 65536)
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], 4);
-        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-    }
+    for (size_t i = 0; i < n; i++) dst[i] = gpt2c_bf16_from_f32(src[i]);
 }
 
 uint16_t *gpt2c_model_bf16_copy(gpt2c_model *m, int id) {

@@ -90,13 +90,8 @@ const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 }
 
 /* ---- packing ---- */
-/* gpt2c_bf16_from_f32 without a branch (so packing loops vectorise) */
-static inline uint32_t f32_to_bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-    return (u & 0x7fffffffu) > 0x7f800000u ? q : r;
-}
+/* gpt2c_bf16_from_f32 (branch-free, so packing loops vectorise) as a word */
+static inline uint32_t f32_to_bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
 static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size_t i, const int bf) {
     return bf ? ((const uint16_t *)p)[i] : f32_to_bf16_bits(((const float *)p)[i]);
 }

@@ -146,7 +146,12 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const
                     memcpy(tl_xb + (size_t)n * ld, (const uint16_t *)inp + (size_t)n * IC, sizeof(uint16_t) * IC);
                     memset(tl_xb + (size_t)n * ld + IC, 0, sizeof(uint16_t) * (size_t)(ld - IC));
                 }
-            else
+            else if (kk->f32_pairs && IC % 2 == 0) /* the GEMM's vector rounding (same bits): pair words are bf16 rows */
+                for (int n = 0; n < N; n++) {
+                    kk->f32_pairs((uint32_t *)(void *)(tl_xb + (size_t)n * ld), (const float *)inp + (size_t)n * IC, IC / 2);
+                    memset(tl_xb + (size_t)n * ld + IC, 0, sizeof(uint16_t) * (size_t)(ld - IC));
+                }
+            else /* (rounded again per range: a decode's ranges are 64 outputs of one matmul) */
                 gpt2c_cpu_bf16_round_rows(tl_xb, ld, (const float *)inp, N, IC);
             if (has_dp < 0) has_dp = gpt2c_cpu_has_avx512bf16();
 #if defined(__x86_64__)

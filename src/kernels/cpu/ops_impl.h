@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/cpu_ops.h"
 
 /* compiled with -fno-math-errno (CMakeLists.txt): sqrtf in a loop vectorises */
@@ -360,14 +361,8 @@ static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, fl
     }
 }
 
-/* fp32 -> bf16 bits by kernels/bf16.h's rounding (nearest even, NaN kept quiet),
- * without its branch, so the loop vectorises */
-static inline uint16_t bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-}
+/* fp32 -> bf16 bits by kernels/bf16.h's rounding (nearest even, NaN kept quiet) */
+static inline uint16_t bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
 
 /* adamw_zero_grad that also writes p's bf16 copy: the copy's refresh (a read of
  * p and a write of pb) rides on the update's pass, p is read once. */
