@@ -232,6 +232,13 @@ int main(void) {
     static const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 29, 13}, {37, 67, 101}, {50, 130, 71}, {9, 200, 515}, {130, 33, 64}};
     for (int k = 0; k < nk; k++) {
         printf("  kernel %s (%dx%d)\n", kernels[k]->name, kernels[k]->mr, kernels[k]->nr);
+        /* the driver and the attention tile by mr x nr: for fp32 panels, the fp32 kernel's tile */
+        if (kernels[k]->fp32)
+            CHECK_MSG(kernels[k]->mr == kernels[k]->fp32->mr && kernels[k]->nr == kernels[k]->fp32->nr,
+                      "[%s] tile %dx%d is not its fp32 kernel's %dx%d", kernels[k]->name, kernels[k]->mr, kernels[k]->nr,
+                      kernels[k]->fp32->mr, kernels[k]->fp32->nr);
+        else
+            CHECK(kernels[k]->kern != NULL);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int wf = 0; wf < 2; wf++)
                 test_linear(kernels[k], shapes[s][0], shapes[s][1], shapes[s][2], wf ? GPT2C_FMT_BF16 : GPT2C_FMT_F32,

@@ -124,17 +124,12 @@ static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, i
     }
 }
 
-/* The tile (MR x NR) and panel expansion (xw) attention packs for kernel kk. */
-static inline int att_mr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->mr : kk->mr; }
-static inline int att_nr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->nr : kk->nr; }
-static inline int att_xw(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? 2 : 1; }
-
 /* C (M,N) [ldc] (+)= A panels x B panels over kp pairs; M a multiple of MR,
  * N of NR; consecutive A panels as words apart, B panels bs (expanded panels:
  * the fp32 kernel over 2*kp steps) */
 static void att_gemm_bf16(const gemm_bf16_isa_kernel *kk, int M, int N, int kp, const uint32_t *A, size_t as,
                           const uint32_t *B, size_t bs, float *C, long ldc, int load_c) {
-    const int MR = att_mr(kk), NR = att_nr(kk);
+    const int MR = kk->mr, NR = kk->nr;
     for (int jr = 0; jr < N; jr += NR)
         for (int ir = 0; ir < M; ir += MR) {
             const uint32_t *a = A + (size_t)(ir / MR) * as, *b = B + (size_t)(jr / NR) * bs;
@@ -148,7 +143,7 @@ static void att_gemm_bf16(const gemm_bf16_isa_kernel *kk, int M, int N, int kp, 
 
 static void attention_forward_bf16(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = att_mr(kk), NR = att_nr(kk), xw = att_xw(kk);
+    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR); /* channel pairs; O^T rows padded to whole A panels */
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldq = ATT_FQ; /* row length of S^T and O^T (queries), a multiple of every NR */
@@ -218,7 +213,7 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
 static void attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                                     const float *state, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = att_mr(kk), NR = att_nr(kk), xw = att_xw(kk);
+    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR), hsp = att_up(hs, NR);
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldk = ATT_BK; /* row length of P, dS and of dK^T, dV^T (keys): a multiple of every NR */

@@ -327,10 +327,6 @@ static line_walk walk_block(const gemm_operand *o, long si, long sk, long i0, in
     return w; /* other strides: nothing (runs 0) */
 }
 
-/* The driver's tile (its MR x NR) and micro-kernel call: the fp32 kernel on
- * fp32 panels (2*kp steps of k) where the ISA kernel names one. */
-static int tile_mr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->mr : kk->mr; }
-static int tile_nr(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? kk->fp32->nr : kk->nr; }
 /* A given as fp32 rows in kernel order (gpt2c_cpu_gemm_bf16_swapped_a): row
  * i at p + i*ld; p NULL when A is an operand to pack. */
 typedef struct {
@@ -338,9 +334,10 @@ typedef struct {
     long ld;
 } swapped_rows;
 
-/* One tile: A at ap with row / column strides (ars, acs) in floats for the
- * fp32 kernel (packed panels: 1, MR; swapped rows read in place: ld, 1); the
- * pair kernel takes packed panels only. */
+/* One MR x NR tile: the fp32 kernel on fp32 panels (2*kp steps of k) where
+ * the ISA kernel names one, A at ap with row / column strides (ars, acs) in
+ * floats (packed panels: 1, MR; swapped rows read in place: ld, 1); else the
+ * pair kernel, on packed panels only. */
 static inline void run_tile(const gemm_bf16_isa_kernel *kk, int kp, const uint32_t *ap, long ars, long acs,
                             const uint32_t *bp, float *c, long ldc, int load_c, const float *bias) {
     if (kk->fp32)
@@ -353,7 +350,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                       const gemm_operand *A, swapped_rows xa, const gemm_operand *B, float *C, long ldc,
                       const float *bias, int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa,
                       prepacked pb) {
-    const int MR = tile_mr(kk), NR = tile_nr(kk), xw = kk->fp32 ? 2 : 1;
+    const int MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
     for (int pc = 0; pc < K; pc += kcmax) {
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
         const size_t kpw = (size_t)kp * xw; /* words per panel column */
@@ -469,7 +466,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
         return;
     }
     const gemm_bf16_blocking bl = g_blocking;
-    const int MR = tile_mr(kk), NR = tile_nr(kk), xw = kk->fp32 ? 2 : 1; /* words per packed element pair */
+    const int MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1; /* words per packed element pair */
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
     int cg = ceil_div(N, bl.nc), rc = ceil_div(M, bl.mc);
     /* units: their count a multiple of the threads where it can be (any split gives the same numbers) */

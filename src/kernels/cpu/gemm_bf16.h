@@ -41,7 +41,7 @@ typedef void (*gpt2c_gemm_bf16_kernel_fn)(int kp, const uint32_t *a, const uint3
 
 typedef struct {
     const char *name; /* "avx512bf16", "avx512f-fp32", "avx2-fp32", "scalar" */
-    int mr, nr; /* the tile: kern's, or fp32's where that is set (below) */
+    int mr, nr; /* the tile the driver and the attention pack for: kern's, or fp32's where that is set (below) */
     gpt2c_gemm_bf16_kernel_fn kern; /* NULL where fp32 is set */
     /* Optional fast packing of a bf16 B read "transposed" (the forward's
      * W^T): pair words of columns j (word rows j*ld apart) into
