@@ -84,8 +84,8 @@ static void pack_b_panel(float *dst, const float *B, long rsb, long csb, int n0,
     }
 }
 
-/* One MR-row panel of A (mr valid rows) into dst[k*MR + r], rows past mr zero. */
-static void pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr, int kc, int MR) {
+/* One MR-row panel of A, zero-padded (gemm.h) */
+void gpt2c_cpu_gemm_pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr, int kc, int MR) {
     for (int k = 0; k < kc; k++)
         for (int r = 0; r < MR; r++) dst[k * MR + r] = r < mr ? a[r * rsa + (size_t)k * csa] : 0.0f;
 }
@@ -181,7 +181,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                 if (pack_a) {
                     a = abuf + (size_t)ir * kc, ars = 1, acs = MR;
                 } else if (mr < MR || !a_strided) { /* edge rows: zero-padded copy */
-                    pack_a_panel(apan, a, rsa, csa, mr, kc, MR);
+                    gpt2c_cpu_gemm_pack_a_panel(apan, a, rsa, csa, mr, kc, MR);
                     a = apan, ars = 1, acs = MR;
                 }
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;

@@ -49,6 +49,11 @@ extern const gemm_isa_kernel gpt2c_gemm_kernel_avx2;
  * products themselves, e.g. attention: MR divides 12, NR divides 64). */
 const gemm_isa_kernel *gpt2c_cpu_gemm_kernel(gpt2c_isa isa);
 
+/* One MR-row panel of A (element (r,k) at a[r*rsa + k*csa], mr valid rows)
+ * into dst[k*MR + r], k < kc, rows past mr zero: the zero-padded edge panel
+ * a micro-kernel takes with strides (1, MR). */
+void gpt2c_cpu_gemm_pack_a_panel(float *dst, const float *a, long rsa, long csa, int mr, int kc, int MR);
+
 /* Rows (mc) and columns (nc) per unit: first from this core's L2 (CPUID),
  * then, at the first top-level GEMM, from a short autotune cached per CPU
  * signature (gemm_tune.c; GPT2C_GEMM_AUTOTUNE=0 keeps the L2 guess), as is

@@ -358,12 +358,9 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         const uint32_t *abuf = abuf0, *bbuf = bbuf0;
         if (xa.p) { /* in place; only the edge rows (fewer than MR) into a zero-padded panel */
             const int r0 = mb / MR * MR;
-            if (r0 < mb) {
-                float *d = (float *)abuf0;
-                for (int k = 0; k < 2 * kp; k++)
-                    for (int r = 0; r < MR; r++)
-                        d[(size_t)k * MR + r] = r0 + r < mb ? xa.p[(size_t)(ic + r0 + r) * xa.ld + pc + k] : 0.0f;
-            }
+            if (r0 < mb)
+                gpt2c_cpu_gemm_pack_a_panel((float *)abuf0, xa.p + (size_t)(ic + r0) * xa.ld + pc, xa.ld, 1, mb - r0,
+                                            2 * kp, MR);
         } else if (pa.p) {
             abuf = pa.p + (size_t)(pc / kcmax) * pa.stride + (size_t)ic * kpw;
         } else {
