@@ -27,6 +27,10 @@ static inline float gpt2c_bf16_to_f32(uint16_t h) {
     return f;
 }
 
+/* The fp32 bit pattern of f rounded to bf16: the bf16 in the high half, zeros
+ * below (unsigned, so shifting a bf16 with its sign bit set is defined). */
+static inline uint32_t gpt2c_bf16_f32_bits(float f) { return (uint32_t)gpt2c_bf16_from_f32(f) << 16; }
+
 /* fp32 rounded through bf16 (the value a bf16 GEMM multiplies by). */
 static inline float gpt2c_bf16_round(float f) { return gpt2c_bf16_to_f32(gpt2c_bf16_from_f32(f)); }
 

@@ -6,8 +6,6 @@
 
 #include "kernels/bf16.h"
 
-static inline uint32_t bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
-
 size_t gpt2c_bf16_in_row_bytes(int form, int IC) {
     return form == GPT2C_BF16_IN_F32_SWAPPED ? sizeof(float) * (size_t)(IC + (IC & 1)) : sizeof(uint16_t) * (size_t)IC;
 }
@@ -16,7 +14,7 @@ void gpt2c_bf16_in_rows(void *dst, const float *src, size_t rows, int IC, int fo
     if (form != GPT2C_BF16_IN_F32_SWAPPED) {
         uint16_t *restrict d = dst;
         const size_t count = rows * (size_t)IC;
-        for (size_t i = 0; i < count; i++) d[i] = (uint16_t)bf16_bits(src[i]);
+        for (size_t i = 0; i < count; i++) d[i] = gpt2c_bf16_from_f32(src[i]);
         return;
     }
     const int ld = IC + (IC & 1), half = IC / 2;
@@ -24,9 +22,9 @@ void gpt2c_bf16_in_rows(void *dst, const float *src, size_t rows, int IC, int fo
         uint32_t *restrict d = (uint32_t *)dst + r * (size_t)ld;
         const float *restrict s = src + r * (size_t)IC;
         for (int p = 0; p < half; p++) { /* the bf16 bits in the high half are the fp32 value */
-            d[2 * p] = bf16_bits(s[2 * p + 1]) << 16;
-            d[2 * p + 1] = bf16_bits(s[2 * p]) << 16;
+            d[2 * p] = gpt2c_bf16_f32_bits(s[2 * p + 1]);
+            d[2 * p + 1] = gpt2c_bf16_f32_bits(s[2 * p]);
         }
-        if (IC & 1) d[IC - 1] = 0, d[IC] = bf16_bits(s[IC - 1]) << 16;
+        if (IC & 1) d[IC - 1] = 0, d[IC] = gpt2c_bf16_f32_bits(s[IC - 1]);
     }
 }

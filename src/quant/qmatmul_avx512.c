@@ -112,8 +112,8 @@ void gpt2c_quant_unpack_rows_avx512(const gpt2c_tensor *w, int64_t r0, int64_t r
     }
 }
 
-/* fp32 -> bf16, round to nearest even, NaN kept quiet: gemm_bf16.c's
- * f32_to_bf16_bits lane by lane in integers (vcvtneps2bf16 would flush
+/* fp32 -> bf16, round to nearest even, NaN kept quiet: kernels/bf16.h's
+ * gpt2c_bf16_from_f32 lane by lane in integers (vcvtneps2bf16 would flush
  * denormals), so a weight rounded here is the one the bf16 GEMM would pack
  * from the dequantized fp32 row. */
 static inline __m256i bf16_of(__m512 x) {

@@ -33,7 +33,7 @@
 
 #define ATT_PF 8 /* rows prefetched ahead while packing */
 
-static inline uint32_t att_word(float lo, float hi) { return (uint32_t)bf16_bits(lo) | (uint32_t)bf16_bits(hi) << 16; }
+static inline uint32_t att_word(float lo, float hi) { return gpt2c_bf16_from_f32(lo) | gpt2c_bf16_f32_bits(hi); }
 
 /* pair row slot d (panel width P) = word w: the word itself (xw 1), or its
  * high half at d and its low half at d + P as fp32 values (xw 2, expanded) */
@@ -113,9 +113,9 @@ static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, i
                 for (int j = 0; j < NR; j++) d[j] = att_word(s0[j0 + j], two ? s1[j0 + j] : 0.0f);
             } else if (j0 + NR <= cols) { /* expanded: the high row (k = 2p+1), then the low one */
 #pragma omp simd
-                for (int j = 0; j < NR; j++) d[j] = two ? (uint32_t)bf16_bits(s1[j0 + j]) << 16 : 0u;
+                for (int j = 0; j < NR; j++) d[j] = two ? gpt2c_bf16_f32_bits(s1[j0 + j]) : 0u;
 #pragma omp simd
-                for (int j = 0; j < NR; j++) d[NR + j] = (uint32_t)bf16_bits(s0[j0 + j]) << 16;
+                for (int j = 0; j < NR; j++) d[NR + j] = gpt2c_bf16_f32_bits(s0[j0 + j]);
             } else {
                 for (int j = 0; j < NR; j++)
                     att_put(d + j, NR, j0 + j < cols ? att_word(s0[j0 + j], two ? s1[j0 + j] : 0.0f) : 0u, xw);

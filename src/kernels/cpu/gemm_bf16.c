@@ -90,10 +90,8 @@ const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 }
 
 /* ---- packing ---- */
-/* gpt2c_bf16_from_f32 (branch-free, so packing loops vectorise) as a word */
-static inline uint32_t f32_to_bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
 static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size_t i, const int bf) {
-    return bf ? ((const uint16_t *)p)[i] : f32_to_bf16_bits(((const float *)p)[i]);
+    return bf ? ((const uint16_t *)p)[i] : gpt2c_bf16_from_f32(((const float *)p)[i]);
 }
 
 /* dst[q*ds + i] (q < ceil(kc/2), i < n_pad) = the pair word of elements
@@ -141,7 +139,7 @@ static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_i
                         kk->f32_pairs(tmp, s + 2 * q0, nq);
                     else
                         for (int q = 0; q < nq; q++)
-                            tmp[q] = f32_to_bf16_bits(s[2 * (q0 + q)]) | f32_to_bf16_bits(s[2 * (q0 + q) + 1]) << 16;
+                            tmp[q] = gpt2c_bf16_from_f32(s[2 * (q0 + q)]) | gpt2c_bf16_f32_bits(s[2 * (q0 + q) + 1]);
                     for (int q = 0; q < nq; q++) d[(size_t)(q0 + q) * ds] = tmp[q];
                 }
             }

@@ -48,7 +48,7 @@ typedef struct {
      * dst[q*NR + j], i.e. a 32-bit transpose (gemm.h's pack_bt on words). */
     gemm_pack_bt_fn pack_words;
     /* Optional vector packing of fp32 operands (NULL: the portable loops).
-     * They round exactly as f32_to_bf16_bits (gemm_bf16.c: nearest even,
+     * They round exactly as gpt2c_bf16_from_f32 (kernels/bf16.h: nearest even,
      * NaN kept quiet, denormals kept), so results do not depend on them:
      *   f32_pairs:   d[q] = bf(s[2q]) | bf(s[2q+1]) << 16, q < nq
      *   f32_2rows:   d[i] = bf(s0[i]) | bf(s1[i]) << 16,   i < n

@@ -91,8 +91,8 @@ static void pack_words(float *dst, const float *src, long ld, int nb, int kc, in
         gpt2c_gemm_kernel_avx512.pack_bt(dst, src, ld, nb, kc, NR);
 }
 
-/* ---- fp32 -> bf16 packing (gemm_bf16.h): the rounding of gemm_bf16.c's
- * f32_to_bf16_bits, lane by lane in integers, so bit-identical to it for
+/* ---- fp32 -> bf16 packing (gemm_bf16.h): the rounding of kernels/bf16.h's
+ * gpt2c_bf16_from_f32, lane by lane in integers, so bit-identical to it for
  * every input (NaN, infinities, denormals: vcvtneps2bf16 would flush the
  * denormals, so it is not used).  The bf16 is left in each lane's high half. */
 static inline __m512i bf16_hi(__m512i u) {

@@ -361,9 +361,6 @@ static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, fl
     }
 }
 
-/* fp32 -> bf16 bits by kernels/bf16.h's rounding (nearest even, NaN kept quiet) */
-static inline uint16_t bf16_bits(float f) { return gpt2c_bf16_from_f32(f); }
-
 /* adamw_zero_grad that also writes p's bf16 copy: the copy's refresh (a read of
  * p and a write of pb) rides on the update's pass, p is read once. */
 static void adamw_zero_grad_bf16_range(float *p, float *g, float *m, float *v, uint16_t *pb, size_t i0, size_t i1,
@@ -373,7 +370,7 @@ static void adamw_zero_grad_bf16_range(float *p, float *g, float *m, float *v, u
     for (size_t i = i0; i < i1; i++) {
         adamw_elem(p + i, m + i, v + i, g[i], &c);
         g[i] = 0.0f;
-        pb[i] = bf16_bits(p[i]);
+        pb[i] = gpt2c_bf16_from_f32(p[i]);
     }
 }
 
@@ -404,7 +401,7 @@ static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_
                     const size_t i = i0 + j;
                     adamw_elem(p + i, m + i, v + i, g[i], &cl);
                     g[i] = 0.0f;
-                    blk[j] = bf16_bits(p[i]);
+                    blk[j] = gpt2c_bf16_from_f32(p[i]);
                 }
                 _mm512_stream_si512((void *)(pb + i0), _mm512_load_si512(blk));
             }
@@ -429,7 +426,7 @@ static void zero(float *x, size_t n) {
     }
 }
 
-/* ---- attention in bf16 precision (after bf16_bits) ---------------------------------- */
+/* ---- attention in bf16 precision ---------------------------------- */
 
 #include "kernels/cpu/attention_bf16_impl.h"
 
