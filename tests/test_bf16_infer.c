@@ -1,6 +1,9 @@
 /* The bf16 inference matmul (kernels/cpu/infer_bf16.h) and the model's bf16
  * weight copies (gpt2c/precision.h).
  *
+ *  - the rounding of the input rows: each ISA's vector rounding (the bf16
+ *    GEMM kernel's f32_pairs) = the per-element one, bitwise, with ties,
+ *    NaN, infinities and denormals in the rows, odd and even widths;
  *  - the matrix-vector product: vdpbf16ps (where the CPU has AVX512_BF16)
  *    against the portable path, bitwise, on ragged shapes (IC not a multiple
  *    of 32, 1..7 rows, output ranges starting anywhere); and the portable
@@ -45,6 +48,32 @@ static size_t ndiff(const float *a, const float *b, size_t n) {
     return d;
 }
 
+static void test_round_rows(void) {
+    const int ICs[] = {1, 2, 30, 31, 32, 33, 96, 770};
+    const gpt2c_isa isas[] = {GPT2C_ISA_SCALAR, GPT2C_ISA_AVX2, GPT2C_ISA_AVX512};
+    const uint32_t special[] = {0x3f808000u /* tie, even below */, 0x3f818000u /* tie, odd below */, 0x7fc00001u,
+                                0xffa00000u /* signalling NaN */, 0x7f800000u, 0xff800000u, 0x00000001u, 0x807fffffu,
+                                0x7f7fffffu /* rounds to infinity */, 0x80000000u};
+    for (size_t v = 0; v < sizeof isas / sizeof *isas; v++) {
+        if (!gpt2c_cpu_has_isa(isas[v])) continue;
+        const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isas[v]);
+        for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++) {
+            const int IC = ICs[a], N = 3, ld = (IC + 31) / 32 * 32;
+            float *x = rnd((size_t)N * IC, 40 + IC);
+            for (int i = 0; i < N * IC; i += 3) memcpy(&x[i], &special[(i / 3) % (sizeof special / sizeof *special)], 4);
+            uint16_t *want = malloc(sizeof(uint16_t) * N * ld), *got = malloc(sizeof(uint16_t) * N * ld);
+            gpt2c_cpu_bf16_round_rows(NULL, want, ld, x, N, IC);
+            gpt2c_cpu_bf16_round_rows(kk, got, ld, x, N, IC);
+            size_t bad = 0;
+            for (int i = 0; i < N * ld; i++) bad += want[i] != got[i];
+            for (int n = 0; n < N; n++)
+                for (int i = 0; i < IC; i++) bad += want[n * ld + i] != gpt2c_bf16_from_f32(x[n * IC + i]);
+            CHECK_MSG(bad == 0, "round_rows isa %d IC=%d: %zu words differ", (int)isas[v], IC, bad);
+            free(x), free(want), free(got);
+        }
+    }
+}
+
 static void test_gemv(void) {
     const int ICs[] = {1, 2, 31, 32, 33, 64, 95, 130, 768};
     const int Ns[] = {1, 2, 3, 4, 5, 7};
@@ -62,7 +91,7 @@ static void test_gemv(void) {
             float *x = rnd((size_t)N * IC, 10 + IC), *wf = rnd((size_t)OC * IC, 20 + IC), *bias = rnd(OC, 30);
             uint16_t *w = malloc(sizeof(uint16_t) * OC * IC), *xb = malloc(sizeof(uint16_t) * N * ld);
             for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
-            gpt2c_cpu_bf16_round_rows(xb, ld, x, N, IC);
+            gpt2c_cpu_bf16_round_rows(NULL, xb, ld, x, N, IC);
             float *p = calloc((size_t)N * OC, sizeof(float)), *q = calloc((size_t)N * OC, sizeof(float));
             const int o0 = 3, o1 = OC - 2; /* a range starting mid-way */
             gpt2c_cpu_bf16_gemv_portable(p, xb, ld, w, bias, N, IC, OC, o0, o1);
@@ -118,7 +147,7 @@ static void test_range(void) {
         if (N < GPT2C_BF16_GEMM_ROWS) {
             const int ld = (IC + 31) / 32 * 32;
             uint16_t *xb = malloc(sizeof(uint16_t) * N * ld);
-            gpt2c_cpu_bf16_round_rows(xb, ld, x, N, IC);
+            gpt2c_cpu_bf16_round_rows(NULL, xb, ld, x, N, IC);
             gpt2c_cpu_bf16_gemv_portable(want, xb, ld, w, bias, N, IC, OC, 0, OC);
             free(xb);
         } else {
@@ -317,6 +346,7 @@ static void test_copies(void) {
 }
 
 int main(void) {
+    test_round_rows();
     test_gemv();
     test_range();
     test_range_in_bf16();

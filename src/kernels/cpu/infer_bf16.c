@@ -15,12 +15,15 @@
 
 static int round32(int n) { return (n + 31) / 32 * 32; }
 
-void gpt2c_cpu_bf16_round_rows(uint16_t *dst, int ld, const float *x, int N, int IC) {
+void gpt2c_cpu_bf16_round_rows(const gemm_bf16_isa_kernel *kk, uint16_t *dst, int ld, const float *x, int N, int IC) {
     const int pad = round32(IC);
     for (int n = 0; n < N; n++) {
         uint16_t *d = dst + (size_t)n * ld;
         const float *s = x + (size_t)n * IC;
-        for (int i = 0; i < IC; i++) d[i] = gpt2c_bf16_from_f32(s[i]);
+        if (kk && kk->f32_pairs && IC % 2 == 0) /* pair words are two bf16s in row order */
+            kk->f32_pairs((uint32_t *)(void *)d, s, IC / 2);
+        else
+            for (int i = 0; i < IC; i++) d[i] = gpt2c_bf16_from_f32(s[i]);
         for (int i = IC; i < pad; i++) d[i] = 0;
     }
 }
@@ -146,13 +149,8 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const
                     memcpy(tl_xb + (size_t)n * ld, (const uint16_t *)inp + (size_t)n * IC, sizeof(uint16_t) * IC);
                     memset(tl_xb + (size_t)n * ld + IC, 0, sizeof(uint16_t) * (size_t)(ld - IC));
                 }
-            else if (kk->f32_pairs && IC % 2 == 0) /* the GEMM's vector rounding (same bits): pair words are bf16 rows */
-                for (int n = 0; n < N; n++) {
-                    kk->f32_pairs((uint32_t *)(void *)(tl_xb + (size_t)n * ld), (const float *)inp + (size_t)n * IC, IC / 2);
-                    memset(tl_xb + (size_t)n * ld + IC, 0, sizeof(uint16_t) * (size_t)(ld - IC));
-                }
             else /* (rounded again per range: a decode's ranges are 64 outputs of one matmul) */
-                gpt2c_cpu_bf16_round_rows(tl_xb, ld, (const float *)inp, N, IC);
+                gpt2c_cpu_bf16_round_rows(kk, tl_xb, ld, (const float *)inp, N, IC);
             if (has_dp < 0) has_dp = gpt2c_cpu_has_avx512bf16();
 #if defined(__x86_64__)
             if (has_dp && isa == GPT2C_ISA_AVX512)

@@ -19,11 +19,14 @@
 
 #include <stdint.h>
 
+#include "kernels/cpu/gemm_bf16.h"
+
 enum { GPT2C_BF16_GEMM_ROWS = 16 };
 
 /* dst (N rows of ld >= IC rounded up to 32 bf16) = x (N, IC) rounded to bf16,
- * each row padded with zeros to the multiple of 32. */
-void gpt2c_cpu_bf16_round_rows(uint16_t *dst, int ld, const float *x, int N, int IC);
+ * each row padded with zeros to the multiple of 32; with the vector rounding
+ * of the bf16 GEMM kernel kk where it has one (same bits), else per element. */
+void gpt2c_cpu_bf16_round_rows(const gemm_bf16_isa_kernel *kk, uint16_t *dst, int ld, const float *x, int N, int IC);
 
 /* out[n*OC + o] = bias[o] + dot(xb row n, w row o) for o in [o0, o1), n < N,
  * xb as gpt2c_cpu_bf16_round_rows writes it (row stride ld), w (OC, IC) bf16. */
