@@ -185,7 +185,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                     a = apan, ars = 1, acs = MR;
                 }
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                if (load_c && ir + MR < mb) /* the next tile's C is loaded first thing: fetch it now */
+                if (ir + MR < mb) /* the next tile's C is loaded, or written over, first thing: fetch it now */
                     for (int r = 0; r < MR; r++)
                         for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
