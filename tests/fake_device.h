@@ -108,9 +108,9 @@ static void f_mm_f(float *o, const float *x, const gpt2c_tensor *w, const float 
     gpt2c_ref_matmul_forward(o, x, w, b, N, IC, OC);
 }
 static void f_mm_b(float *dx, float *dw, float *db, const float *d, const float *x, const gpt2c_tensor *w, int N,
-                   int IC, int OC) {
+                   int IC, int OC, int dw_acc) {
     D(dx), D(dw), D(db), D(d), D(x), D(w->data);
-    gpt2c_ref_matmul_backward(dx, dw, db, d, x, w, N, IC, OC);
+    gpt2c_ref_matmul_backward(dx, dw, db, d, x, w, N, IC, OC, dw_acc);
 }
 static void f_att_f(float *o, float *s, const float *qkv, int B, int T, int C, int NH) {
     D(o), D(s), D(qkv);

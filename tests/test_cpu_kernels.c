@@ -51,11 +51,11 @@ static void test_matmul(int N, int IC, int OC, int use_bias) {
     float *db_r = dup(db0, OC), *db[2] = {dup(db0, OC), dup(db0, OC)};
     const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC);
     REF->matmul_forward(out_r, inp, &W, bias, N, IC, OC);
-    REF->matmul_backward(dinp_r, dw_r, use_bias ? db_r : NULL, dout, inp, &W, N, IC, OC);
+    REF->matmul_backward(dinp_r, dw_r, use_bias ? db_r : NULL, dout, inp, &W, N, IC, OC, 1);
     for (int t = 0; t < 2; t++) {
         gpt2c_set_threads(t + 1);
         CPU->matmul_forward(out[t], inp, &W, bias, N, IC, OC);
-        CPU->matmul_backward(dinp[t], dw[t], use_bias ? db[t] : NULL, dout, inp, &W, N, IC, OC);
+        CPU->matmul_backward(dinp[t], dw[t], use_bias ? db[t] : NULL, dout, inp, &W, N, IC, OC, 1);
     }
     snprintf(what, sizeof what, "matmul fwd N=%d IC=%d OC=%d bias=%d", N, IC, OC, use_bias);
     check(what, out[0], out[1], out_r, no, gemm_tol(IC));
@@ -67,16 +67,28 @@ static void test_matmul(int N, int IC, int OC, int use_bias) {
     check(what, db[0], db[1], db_r, OC, gemm_tol(N));
     /* dinp == NULL is skipped, dw still accumulates */
     float *dw2 = dup(dw0, nw);
-    CPU->matmul_backward(NULL, dw2, NULL, dout, inp, &W, N, IC, OC);
+    CPU->matmul_backward(NULL, dw2, NULL, dout, inp, &W, N, IC, OC, 1);
     if (g_bitwise) CHECK_MSG(memcmp(dw2, dw[0], 4 * nw) == 0, "[%s] matmul dinp=NULL changes dw", g_isa);
     free(dw2);
     /* dw == NULL (a frozen weight): dinp as before, nothing else written */
     float *dinp2 = malloc(4 * ni);
-    CPU->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC);
+    CPU->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC, 1);
     if (g_bitwise) CHECK_MSG(memcmp(dinp2, dinp[0], 4 * ni) == 0, "[%s] matmul dw=NULL changes dinp", g_isa);
-    REF->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC);
+    REF->matmul_backward(dinp2, NULL, NULL, dout, inp, &W, N, IC, OC, 1);
     CHECK_MSG(memcmp(dinp2, dinp_r, 4 * ni) == 0, "ref matmul dw=NULL changes dinp");
     free(dinp2);
+    /* dw_acc 0 (fresh gradients): dw overwritten, never read (NaN before), the bits
+     * of accumulating onto zeros; ref likewise */
+    float *dwz = calloc(nw, 4), *dwo = malloc(4 * nw), *dwz_r = calloc(nw, 4), *dwo_r = malloc(4 * nw);
+    for (size_t i = 0; i < nw; i++) dwo[i] = dwo_r[i] = NAN;
+    CPU->matmul_backward(NULL, dwz, NULL, dout, inp, &W, N, IC, OC, 1);
+    CPU->matmul_backward(NULL, dwo, NULL, dout, inp, &W, N, IC, OC, 0);
+    CHECK_MSG(memcmp(dwz, dwo, 4 * nw) == 0, "[%s] matmul dw overwritten (dw_acc 0) != accumulated onto zeros N=%d IC=%d OC=%d",
+              g_isa, N, IC, OC);
+    REF->matmul_backward(NULL, dwz_r, NULL, dout, inp, &W, N, IC, OC, 1);
+    REF->matmul_backward(NULL, dwo_r, NULL, dout, inp, &W, N, IC, OC, 0);
+    CHECK_MSG(memcmp(dwz_r, dwo_r, 4 * nw) == 0, "ref matmul dw overwritten (dw_acc 0) != accumulated onto zeros");
+    free(dwz), free(dwo), free(dwz_r), free(dwo_r);
     free(inp), free(w), free(bias), free(dout), free(dw0), free(db0), free(out_r), free(dinp_r), free(dw_r), free(db_r);
     for (int t = 0; t < 2; t++) free(out[t]), free(dinp[t]), free(dw[t]), free(db[t]);
 }
@@ -273,6 +285,18 @@ static void test_pointwise(size_t n) {
         K->adamw_zero_grad_bf16(pt, zt, mt, vt, tie, 2, 0.0f, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1); /* lr 0: p kept */
         CHECK_MSG(tie[0] == 0x3f80 && tie[1] == 0x3f82, "[%s] adamw_zero_grad_bf16 (%s): ties %04x %04x, want 3f80 3f82",
                   g_isa, K->name, tie[0], tie[1]);
+        /* adamw_bf16: the same p, m, v and copy, the gradient left as it was */
+        float *pk = dup(p[0], n), *mk = dup(m[0], n), *vk = dup(v[0], n), *gk = dup(d, n);
+        uint16_t *copyk = malloc(2 * n);
+        if (n > 2) gk[1] = NAN;
+        K->adamw_bf16(pk, gk, mk, vk, copyk, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 5);
+        int kept = n <= 2 || isnan(gk[1]);
+        for (size_t i = 0; i < n; i++) kept &= i == 1 || memcmp(&gk[i], &d[i], 4) == 0;
+        CHECK_MSG(memcmp(pk, pb_, 4 * n) == 0 && memcmp(mk, mb, 4 * n) == 0 && memcmp(vk, vb, 4 * n) == 0 &&
+                      memcmp(copyk, copy, 2 * n) == 0 && kept,
+                  "[%s] adamw_bf16 (%s) n=%zu: not adamw_zero_grad_bf16's numbers with the gradient kept", g_isa,
+                  K->name, n);
+        free(pk), free(mk), free(vk), free(gk), free(copyk);
         free(pz), free(mz), free(vz), free(gz), free(pb_), free(mb), free(vb), free(gb), free(copy);
     }
     /* the cpu op streams whole 64-byte lines of the copy: the same bits wherever
@@ -290,6 +314,13 @@ static void test_pointwise(size_t n) {
                       memcmp(gz, gb, 4 * n) == 0,
                   "[%s] adamw_zero_grad_bf16 n=%zu, copy at word %d of a line: not bitwise adamw_zero_grad (%d copies)",
                   g_isa, n, off, bad);
+        uint16_t *bufk = malloc(2 * (n + 64)), *copyk = bufk + off;
+        float *pk = dup(p[0], n), *mk = dup(m[0], n), *vk = dup(v[0], n), *gk = dup(d, n);
+        CPU->adamw_bf16(pk, gk, mk, vk, copyk, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, 3);
+        CHECK_MSG(memcmp(copyk, copy, 2 * n) == 0 && memcmp(pk, pb_, 4 * n) == 0 && memcmp(mk, mb, 4 * n) == 0 &&
+                      memcmp(vk, vb, 4 * n) == 0 && memcmp(gk, d, 4 * n) == 0,
+                  "[%s] adamw_bf16 n=%zu, copy at word %d of a line: not adamw_zero_grad_bf16's numbers", g_isa, n, off);
+        free(bufk), free(pk), free(mk), free(vk), free(gk);
         free(pz), free(mz), free(vz), free(gz), free(pb_), free(mb), free(vb), free(gb), free(buf);
     }
     free(x), free(d), free(y), free(o_r), free(g_r), free(p_r), free(m_r), free(v_r);

@@ -142,13 +142,13 @@ static void test_matmul(int N, int IC, int OC, const char *tag) {
           *gb = rnd(OC, 0, 1);
     float *dg = up(g, (size_t)N * OC * 4), *dgx = up(gx, (size_t)N * IC * 4), *dgw = up(gw, (size_t)OC * IC * 4),
           *dgb = up(gb, OC * 4);
-    R->matmul_backward(gx, gw, gb, g, x, &W, N, IC, OC);
-    K->matmul_backward(dgx, dgw, dgb, dg, dx, &DW, N, IC, OC);
+    R->matmul_backward(gx, gw, gb, g, x, &W, N, IC, OC, 1);
+    K->matmul_backward(dgx, dgw, dgb, dg, dx, &DW, N, IC, OC, 1);
     cmp("matmul_backward dinp", tag, dgx, gx, (size_t)N * IC, 1e-5);
     cmp("matmul_backward dw", tag, dgw, gw, (size_t)OC * IC, 1e-5);
     cmp("matmul_backward dbias", tag, dgb, gb, OC, 1e-5);
-    R->matmul_backward(NULL, gw, NULL, g, x, &W, N, IC, OC); /* the LM head's call: no dinp... */
-    K->matmul_backward(NULL, dgw, NULL, dg, dx, &DW, N, IC, OC);
+    R->matmul_backward(NULL, gw, NULL, g, x, &W, N, IC, OC, 1); /* the LM head's call: no dinp... */
+    K->matmul_backward(NULL, dgw, NULL, dg, dx, &DW, N, IC, OC, 1);
     cmp("matmul_backward dw (no dinp, no dbias)", tag, dgw, gw, (size_t)OC * IC, 1e-5);
     void *ptrs[] = {dx, dw, dbias, dout, dg, dgx, dgw, dgb};
     for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) K->dev_free(ptrs[i]);

@@ -148,11 +148,14 @@ static void test_op_table(void) {
     cpu->matmul_forward(out, X, &wt, bias, N, IC, OC);
     gpt2c_ref_gemm_bf16(N, OC, IC, X, IC, 1, W, 1, IC, ref, OC, bias, 0);
     CHECK_MSG(memcmp(out, ref, sizeof(float) * N * OC) == 0, "cpu matmul_forward with a bf16 weight");
-    cpu->matmul_backward(dX, dW, db, D, X, &wt, N, IC, OC);
+    cpu->matmul_backward(dX, dW, db, D, X, &wt, N, IC, OC, 1);
     gpt2c_ref_gemm_bf16(N, IC, OC, D, OC, 1, W, IC, 1, rdX, IC, NULL, 0);
     gpt2c_ref_gemm_bf16(OC, IC, N, D, 1, OC, X, IC, 1, rdW, IC, NULL, 1);
     CHECK_MSG(memcmp(dX, rdX, sizeof(float) * N * IC) == 0, "cpu matmul_backward dinp with a bf16 weight");
     CHECK_MSG(memcmp(dW, rdW, sizeof(float) * OC * IC) == 0, "cpu matmul_backward dweight with a bf16 weight");
+    for (int i = 0; i < OC * IC; i++) dW[i] = NAN; /* overwritten (dw_acc 0): never read */
+    cpu->matmul_backward(NULL, dW, NULL, D, X, &wt, N, IC, OC, 0);
+    CHECK_MSG(memcmp(dW, rdW, sizeof(float) * OC * IC) == 0, "cpu matmul_backward dweight overwritten with a bf16 weight");
     free(X), free(W), free(D), free(bias), free(Wb), free(out), free(ref), free(dX), free(rdX), free(dW), free(rdW), free(db);
 }
 

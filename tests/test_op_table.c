@@ -63,8 +63,8 @@ static void check_typed(const gpt2c_kernels *k, const gpt2c_tensor *W, const flo
         CHECK_MSG(tu_max_rel_err(o2, o1, (size_t)N * OC, 1e-6) < (W->fmt == GPT2C_FMT_BF16 ? tol : 1e-5),
                   "%s: matmul_infer_range differs", what);
     float *dx1 = calloc((size_t)N * IC, 4), *dx2 = calloc((size_t)N * IC, 4), *d = rnd((size_t)N * OC, 9);
-    ref->matmul_backward(dx1, NULL, NULL, d, x, &F, N, IC, OC);
-    GPT2C_KERNELS_FOR(k, matmul_backward, W)->matmul_backward(dx2, NULL, NULL, d, x, W, N, IC, OC);
+    ref->matmul_backward(dx1, NULL, NULL, d, x, &F, N, IC, OC, 1);
+    GPT2C_KERNELS_FOR(k, matmul_backward, W)->matmul_backward(dx2, NULL, NULL, d, x, W, N, IC, OC, 1);
     CHECK_MSG(same(dx2, dx1, (size_t)N * IC, tol), "%s: matmul_backward dinp differs", what);
     free(x), free(b), free(o1), free(o2), free(dx1), free(dx2), free(d);
 }

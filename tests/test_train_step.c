@@ -8,8 +8,10 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/train.h"
 #include "testutil.h"
+#include "grads_fresh.h"
 #include "model/model_internal.h"
 
 enum { B = 2, T = 8 };
@@ -52,6 +54,50 @@ static gpt2c_status dp_mean(void *ctx, double *v) {
 }
 
 static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+
+/* Fresh gradients (model_internal.h's grads_stale): after an update that left
+ * the matmul weights' gradients stale, a backward (overwriting them) gives the
+ * bits of one on zeroed gradients (accumulating), in fp32 and bf16; a second
+ * micro-batch adds to them as before; an update with no backward since the
+ * last one sees no gradient, not the stale one. */
+static void test_fresh_grads(gpt2c_format prec) {
+    gpt2c_model *a = make(), *z = make();
+    if (!a || !z) return;
+    CHECK_OK(gpt2c_model_set_precision(a, prec));
+    CHECK_OK(gpt2c_model_set_precision(z, prec));
+    const gpt2c_adamw_cfg opt = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+    gpt2c_model *ms[2] = {a, z};
+    float loss;
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(gpt2c_model_forward(ms[i], g_tok, g_tok + 1, B, T, &loss));
+        gpt2c_model_zero_grad(ms[i]);
+        CHECK_OK(gpt2c_model_backward(ms[i], 1.0f));
+        CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
+    }
+    CHECK_MSG(a->grads_stale && !a->grads_zero, "%s: the update left no stale gradients", gpt2c_precision_name(prec));
+    gpt2c_model_zero_grad(z); /* z: zeroed, so its backward accumulates onto zeros */
+    CHECK(z->grads_zero && !z->grads_stale);
+    int32_t tok2[B * T + 1]; /* the second micro-batch: the tokens reversed */
+    for (int i = 0; i <= B * T; i++) tok2[i] = g_tok[B * T - i];
+    for (int micro = 0; micro < 2; micro++) {
+        const int32_t *tok = micro ? tok2 : g_tok;
+        for (int i = 0; i < 2; i++) {
+            CHECK_OK(gpt2c_model_forward(ms[i], tok, tok + 1, B, T, &loss));
+            CHECK_OK(gpt2c_model_backward(ms[i], 1.0f));
+        }
+        CHECK_MSG(same(a->grads_mem, z->grads_mem, a->slab_floats),
+                  "%s: micro-batch %d: gradients on stale (overwritten) and zeroed (accumulated) slabs differ",
+                  gpt2c_precision_name(prec), micro);
+    }
+    for (int i = 0; i < 2; i++) CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
+    CHECK(same(a->params_mem, z->params_mem, a->slab_floats));
+    /* a second update with no backward: as on zero gradients (moments decay, weights decay) */
+    gpt2c_model_zero_grad(z);
+    for (int i = 0; i < 2; i++) CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
+    CHECK_MSG(same(a->params_mem, z->params_mem, a->slab_floats) && same(a->m_mem, z->m_mem, a->slab_floats),
+              "%s: an update after an update used the stale gradients", gpt2c_precision_name(prec));
+    gpt2c_model_free(a), gpt2c_model_free(z);
+}
 
 int main(void) {
     gpt2c_rng r;
@@ -115,13 +161,16 @@ int main(void) {
             CHECK_MSG(!same(p, p1, n), "trainable tensor %s did not move in step 2", f->info[id].name);
         }
     }
-    for (size_t i = 0; i < f->slab_floats; i++)
-        if (f->grads_mem[i] != 0.0f) {
-            CHECK_MSG(0, "gradient slab not zero after the update (index %zu)", i);
-            break;
-        }
+    /* the update left the matmul weights' gradients for the next backward to
+     * overwrite (cpu: adamw_zero_grad and adamw), every other one zero */
+    CHECK_MSG(f->grads_stale && !f->grads_zero, "update: matmul weights' gradients not left stale (stale %d, zero %d)",
+              f->grads_stale, f->grads_zero);
+    CHECK_MSG(tu_grads_not_fresh(f, f->grads_mem) == 0, "gradient slab: %zu gradients outside the stale ones not zero",
+              tu_grads_not_fresh(f, f->grads_mem));
     free(before);
     free(after1);
+    test_fresh_grads(GPT2C_FMT_F32);
+    test_fresh_grads(GPT2C_FMT_BF16);
     gpt2c_model_free(a), gpt2c_model_free(b), gpt2c_model_free(f), gpt2c_model_free(full);
     return tu_finish("test_train_step");
 }

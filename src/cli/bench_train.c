@@ -48,10 +48,10 @@ static void step_flops(const gpt2c_config *c, int B, int T, double *fwd, double 
     const double shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
     for (int s = 0; s < 4; s++) {
         f += L * cost_matmul_fwd(N, shapes[s][0], shapes[s][1], GPT2C_FMT_F32).flops;
-        b += L * cost_matmul_bwd(N, shapes[s][0], shapes[s][1], GPT2C_FMT_F32).flops;
+        b += L * cost_matmul_bwd(N, shapes[s][0], shapes[s][1], GPT2C_FMT_F32, 1).flops;
     }
     f += L * cost_attention_fwd(B, T, C, NH, S).flops + cost_matmul_fwd(N, C, Vp, GPT2C_FMT_F32).flops;
-    b += L * cost_attention_bwd(B, T, C, NH, S).flops + cost_matmul_bwd(N, C, Vp, GPT2C_FMT_F32).flops;
+    b += L * cost_attention_bwd(B, T, C, NH, S).flops + cost_matmul_bwd(N, C, Vp, GPT2C_FMT_F32, 1).flops;
     *fwd = f;
     *train = f + b;
 }

@@ -114,7 +114,7 @@ gpt2c_status gpt2c_dist_zero_update(void *ctx, gpt2c_model *m, const gpt2c_adamw
            k->adamw(m->params_mem + a, m->grads_mem + a, d->m_shard + (a - d->lo), d->v_shard + (a - d->lo), b - a,
                     lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
     }
-    m->grads_zero = 0;
+    m->grads_zero = m->grads_stale = 0;
     gpt2c_model_zero_grad(m);
     const uint64_t t0 = gpt2c_now_ns();
     int err = MPI_SUCCESS;

@@ -18,9 +18,12 @@
  *   (GPT2C_TYPED_OPS; f32 always), and a weight of any other format goes to
  *   ref's op, which converts each row as it reads it (GPT2C_KERNELS_FOR).
  *   "overwrites" an output means it is written, not accumulated.
- *   Parameter gradients (dw, db, dwte, ...) are always ACCUMULATED (+=), so
+ *   Parameter gradients (dw, db, dwte, ...) are ACCUMULATED (+=), so
  *   gradient accumulation and the tied wte/lm_head work without copies; a
- *   NULL parameter gradient is skipped (a frozen tensor pays no GEMM).
+ *   NULL parameter gradient is skipped (a frozen tensor pays no GEMM).  The
+ *   one exception: matmul_backward's dw is overwritten when its dw_acc is 0
+ *   (the first backward after an optimizer step that left the weights'
+ *   gradients stale instead of zeroing them: model_internal.h's grads_stale).
  *
  * Determinism: for a given backend the result must not depend on the number
  * of threads (split work by outputs; fixed-order reductions). */
@@ -66,12 +69,13 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC, int OC),              \
       (out, inp, w, bias, N, IC, OC))                                                                               \
     /* dinp (N,IC) overwritten (skipped if NULL) = dout (N,OC) @ w;                                                 \
-     * dw (OC,IC) += dout^T @ inp (skipped if NULL: a frozen weight);                                               \
+     * dw (OC,IC) += dout^T @ inp, or = when dw_acc is 0: the same bits as += on a                                 \
+     * zeroed dw, without reading it (skipped if NULL: a frozen weight);                                            \
      * dbias (OC) += column sums of dout (skipped if NULL) */                                                       \
     X(void, matmul_backward,                                                                                        \
       (float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const gpt2c_tensor *w, int N,     \
-       int IC, int OC),                                                                                             \
-      (dinp, dw, dbias, dout, inp, w, N, IC, OC))                                                                   \
+       int IC, int OC, int dw_acc),                                                                                 \
+      (dinp, dw, dbias, dout, inp, w, N, IC, OC, dw_acc))                                                           \
     /* Causal multi-head self-attention.  qkv (B,T,3C) holds q|k|v per token,                                      \
      * head h at channels [h*hs, (h+1)*hs) of each; out (B,T,C) overwritten.                                        \
      * `state` is per-layer storage the backend keeps for backward, of                                              \
@@ -122,6 +126,13 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd,   \
        float grad_scale, int t),                                                                                    \
       (p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                                    \
+    /* adamw, and pb (n) = the updated p rounded to bf16 (kernels/bf16.h's rounding):                               \
+     * bf16 training's weight copy refreshed in the same pass over p, g left as it is                               \
+     * (a weight's gradient that its next matmul_backward overwrites) */                                            \
+    X(void, adamw_bf16,                                                                                             \
+      (float *p, const float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,    \
+       float eps, float wd, float grad_scale, int t),                                                               \
+      (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                                \
     /* adamw_zero_grad, and pb (n) = the updated p rounded to bf16 (kernels/bf16.h's                                \
      * rounding): bf16 training's weight copy refreshed in the same pass over p. */                                 \
     X(void, adamw_zero_grad_bf16,                                                                                   \

@@ -23,9 +23,11 @@ static inline double cost_weight_bytes(gpt2c_format f) {
 static inline op_cost cost_matmul_fwd(double N, double IC, double OC, gpt2c_format wf) {
     return (op_cost){2 * N * IC * OC + N * OC, 4 * (N * IC + N * OC + OC) + cost_weight_bytes(wf) * IC * OC};
 }
-/* dinp = dout W (2 N IC OC), dW += dout^T x (2 N IC OC), dbias (N OC); dW (fp32) read and written */
-static inline op_cost cost_matmul_bwd(double N, double IC, double OC, gpt2c_format wf) {
-    return (op_cost){4 * N * IC * OC + N * OC, 4 * (2 * N * OC + 2 * N * IC + 2 * IC * OC) + cost_weight_bytes(wf) * IC * OC};
+/* dinp = dout W (2 N IC OC), dW += dout^T x (2 N IC OC), dbias (N OC); dW (fp32)
+ * written, and read when accumulated (dw_acc; not when overwritten) */
+static inline op_cost cost_matmul_bwd(double N, double IC, double OC, gpt2c_format wf, int dw_acc) {
+    return (op_cost){4 * N * IC * OC + N * OC,
+                     4 * (2 * N * OC + 2 * N * IC + (dw_acc ? 2 : 1) * IC * OC) + cost_weight_bytes(wf) * IC * OC};
 }
 /* causal: T(T+1)/2 scores per (b, head); QK^T and AV each 2*hs flops per score, ~5 for softmax */
 static inline op_cost cost_attention_fwd(double B, double T, double C, double NH, double state_floats) {
@@ -56,5 +58,7 @@ static inline op_cost cost_adamw(double n) { return (op_cost){14 * n, 28 * n}; }
 static inline op_cost cost_adamw_zero_grad(double n) { return (op_cost){14 * n, 32 * n}; }
 /* and the bf16 copy written: 2 more bytes */
 static inline op_cost cost_adamw_zero_grad_bf16(double n) { return (op_cost){14 * n, 34 * n}; }
+/* adamw_bf16: g only read */
+static inline op_cost cost_adamw_bf16(double n) { return (op_cost){14 * n, 30 * n}; }
 
 #endif

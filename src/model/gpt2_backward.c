@@ -1,5 +1,7 @@
 /* GPT-2 backward: the forward's ops in reverse.  Parameter gradients
- * accumulate (+=) into m->grads; activation gradients reuse a few buffers. */
+ * accumulate (+=) into m->grads, but for the matmul weights' on fresh
+ * gradients, which their weight-gradient GEMM overwrites (model_internal.h's
+ * grads_stale); activation gradients reuse a few buffers. */
 #include "gpt2c/lora.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
@@ -15,11 +17,13 @@
 #define G(id, l) (m->trainable[GPT2C_P_##id] ? gpt2c_param_slice(m, m->grads_mem, GPT2C_P_##id, l) : NULL) /* NULL: frozen */
 #define W(id, l) gpt2c_qlora_model_weight(m, GPT2C_P_##id, l) /* bf16 copy in bf16 precision; a QLoRA base's quantized view */
 /* a matmul's backward on k, or on ref when k does not take the weight's format;
- * through a QLoRA base's quantized (frozen) weight only the data gradient */
+ * through a QLoRA base's quantized (frozen) weight only the data gradient;
+ * dw overwritten on fresh gradients (dw_acc, below) */
 #define MATMUL_BWD(dinp, dw, db, dout, inp, w, N, IC, OC)                                                              \
     (gpt2c_format_is_quantized((w).fmt)                                                                                \
          ? gpt2c_qlora_matmul_dinp(dinp, dout, &(w), N, IC, OC)                                                        \
-         : GPT2C_KERNELS_FOR(k, matmul_backward, &(w))->matmul_backward(dinp, dw, db, dout, inp, &(w), N, IC, OC))
+         : GPT2C_KERNELS_FOR(k, matmul_backward, &(w))->matmul_backward(dinp, dw, db, dout, inp, &(w), N, IC, OC,      \
+                                                                        dw_acc))
 /* then the site's LoRA adapter, if any: dA, dB, and its part of dinp */
 #define LORA(site, l, dinp, dout, inp, N)                                                                              \
     (m->lora ? gpt2c_lora_backward(m, GPT2C_LORA_##site, l, dinp, dout, inp, N) : (void)0)
@@ -30,6 +34,12 @@ void gpt2c_model_zero_grad(gpt2c_model *m) {
     gpt2c_threads_use(m->threads);
     OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)m->slab_floats), m->k->zero(m->grads_mem, m->slab_floats));
     m->grads_zero = 1;
+    m->grads_stale = 0;
+}
+
+int gpt2c_grad_overwritten(int id) {
+    return id == GPT2C_P_WTE || id == GPT2C_P_QKVW || id == GPT2C_P_ATTPROJW || id == GPT2C_P_FCW ||
+           id == GPT2C_P_FCPROJW;
 }
 
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
@@ -40,7 +50,10 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     }
     gpt2c_threads_use(m->threads);
     GPT2C_TRY(gpt2c_acts_plan_backward(m->acts, m));
-    m->grads_zero = 0;
+    /* the first backward on fresh gradients writes the matmul weights' (each
+     * tensor's first writer is its weight-gradient GEMM), later ones add */
+    const int dw_acc = !gpt2c_grads_fresh(m);
+    m->grads_zero = m->grads_stale = 0;
     const gpt2c_config *c = &m->cfg;
     gpt2c_acts *a = m->acts;
     const gpt2c_kernels *k = m->k;
@@ -53,7 +66,7 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_bwd(N, V, Vp),
        k->softmax_xent_backward(a->logits, a->targets, loss_scale / (float)N, N, V, Vp));
     const gpt2c_tensor wte = W(WTE, 0);
-    OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp, wte.fmt),
+    OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp, wte.fmt, dw_acc),
        MATMUL_BWD(a->dbuf, G(WTE, 0), NULL, a->logits, a->lnf, wte, N, C, Vp));
     if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, L + 1); /* the LM head's part of wte's */
     /* final layernorm: its input gradient starts the residual stream's (cleared first) */
@@ -71,24 +84,24 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
         const gpt2c_tensor qkvw = W(QKVW, l), attprojw = W(ATTPROJW, l), fcw = W(FCW, l), fcprojw = W(FCPROJW, l);
 
         /* residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))): dres flows to both */
-        OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_bwd(N, 4 * C, C, fcprojw.fmt),
+        OP(GPT2C_OP_MATMUL_FCPROJ, l, cost_matmul_bwd(N, 4 * C, C, fcprojw.fmt, dw_acc),
            (MATMUL_BWD(a->d4c, G(FCPROJW, l), G(FCPROJB, l), a->dres, fch_gelu, fcprojw, N, 4 * C, C),
             LORA(MLP_C_PROJ, l, a->d4c, a->dres, fch_gelu, N)));
         OP(GPT2C_OP_GELU, l, cost_gelu_bwd((double)N * 4 * C), k->gelu_backward(a->d4c, fch, a->d4c, (size_t)N * 4 * C));
-        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_bwd(N, C, 4 * C, fcw.fmt),
+        OP(GPT2C_OP_MATMUL_FC, l, cost_matmul_bwd(N, C, 4 * C, fcw.fmt, dw_acc),
            (MATMUL_BWD(a->dbuf, G(FCW, l), G(FCB, l), a->d4c, ln2, fcw, N, C, 4 * C),
             LORA(C_FC, l, a->dbuf, a->d4c, ln2, N)));
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),
            k->layernorm_backward(a->dres, G(LN2W, l), G(LN2B, l), a->dbuf, res2, P(LN2W, l), a->ln2_mean + l * sN,
                                  a->ln2_rstd + l * sN, N, C));
         /* residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
-        OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_bwd(N, C, C, attprojw.fmt),
+        OP(GPT2C_OP_MATMUL_ATTPROJ, l, cost_matmul_bwd(N, C, C, attprojw.fmt, dw_acc),
            (MATMUL_BWD(a->dbuf, G(ATTPROJW, l), G(ATTPROJB, l), a->dres, atty, attprojw, N, C, C),
             LORA(ATTN_C_PROJ, l, a->dbuf, a->dres, atty, N)));
         OP(GPT2C_OP_ATTENTION, l, cost_attention_bwd(B, T, C, NH, S),
            (gpt2c_model_attention_bf16(m) ? k->attention_backward_bf16 : k->attention_backward)(
                a->dqkv, a->att_scratch, a->dbuf, qkv, atty, state, B, T, C, NH));
-        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_bwd(N, C, 3 * C, qkvw.fmt),
+        OP(GPT2C_OP_MATMUL_QKV, l, cost_matmul_bwd(N, C, 3 * C, qkvw.fmt, dw_acc),
            (MATMUL_BWD(a->dbuf, G(QKVW, l), G(QKVB, l), a->dqkv, ln1, qkvw, N, C, 3 * C),
             LORA(C_ATTN, l, a->dbuf, a->dqkv, ln1, N)));
         OP(GPT2C_OP_LAYERNORM, l, cost_layernorm_bwd(N, C),

@@ -27,6 +27,13 @@ struct gpt2c_model {
     float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
     int opt_step;         /* AdamW steps taken so far */
     int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
+    /* The update left the matmul weights' gradients (gpt2c_grad_overwritten)
+     * as they were instead of zeroing them, every other gradient zero: the
+     * next backward overwrites them (matmul_backward's dw_acc 0), which saves
+     * writing zeros over them in the update and reading those zeros back in
+     * the weight-gradient GEMMs (~2 x 4 bytes per parameter).  Backward clears
+     * it; zero_grad zeroes them.  grads_zero and grads_stale: never both. */
+    int grads_stale;
     /* Per tensor: 1 = trained (the default); 0 = frozen: backward computes no
      * gradient for it (its weight-gradient GEMM is skipped), the update no
      * moments and the norm leaves it out.  Set with gpt2c_model_set_trainable. */
@@ -65,5 +72,13 @@ struct gpt2c_model {
 /* bf16 precision on a backend with bf16 attention ops (precision.c): the
  * training forward and backward then run attention's products on bf16 operands */
 int gpt2c_model_attention_bf16(const gpt2c_model *m);
+
+/* The tensors whose gradient a backward's first write overwrites when the
+ * gradients are fresh: the matmul weights (wte by the LM head's matmul, before
+ * the embedding's scatter adds to it). */
+int gpt2c_grad_overwritten(int id);
+/* The next backward starts the gradients from nothing: all zero, or zero but
+ * for stale matmul-weight gradients it overwrites. */
+static inline int gpt2c_grads_fresh(const gpt2c_model *m) { return m->grads_zero || m->grads_stale; }
 
 #endif

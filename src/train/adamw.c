@@ -1,6 +1,9 @@
 /* The optimizer step: global grad-norm clipping and AdamW, one kernel call
  * per trainable tensor.  Frozen tensors (gpt2c_model_set_trainable) have no
- * gradient, no moments work and do not count in the norm. */
+ * gradient, no moments work and do not count in the norm.  The update leaves
+ * the gradients fresh for the next backward: zeroed as it goes, but for the
+ * matmul weights', which that backward overwrites (model_internal.h's
+ * grads_stale), so they are neither zeroed here nor read back there. */
 #include <math.h>
 
 #include "gpt2c/lora.h"
@@ -33,6 +36,7 @@ static double grad_sumsq(gpt2c_model *m) {
 
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
     if (!m->grads_mem && !m->lora) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
+    if (m->grads_stale) gpt2c_model_zero_grad(m); /* no backward since the last update: no gradient, not its stale one */
     /* moments for the base only when some base tensor trains (not under LoRA) */
     if (m->num_frozen < GPT2C_NUM_PARAM_TENSORS) GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
     gpt2c_threads_use(m->threads);
@@ -52,6 +56,7 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
     /* bf16 precision: the update writes the weights' bf16 copies as it goes
      * (the same bits as gpt2c_model_refresh_bf16, without its second pass) */
     const int fused_bf16 = k->adamw_zero_grad && k->adamw_zero_grad_bf16;
+    int stale = 0; /* some gradient left for the next backward to overwrite */
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         if (!m->trainable[id]) continue;
         const gpt2c_param_info *pi = &m->info[id];
@@ -60,10 +65,16 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
         float *p = gpt2c_param_slice(m, m->params_mem, id, 0), *g = gpt2c_param_slice(m, m->grads_mem, id, 0);
         float *mm = gpt2c_param_slice(m, m->m_mem, id, 0), *v = gpt2c_param_slice(m, m->v_mem, id, 0);
         uint16_t *pb = fused_bf16 ? gpt2c_model_bf16_copy(m, id) : NULL;
-        if (pb)
+        /* not zeroed: a gradient the next backward overwrites, where the rest are zeroed as they go */
+        const int keep = k->adamw_zero_grad && gpt2c_grad_overwritten(id) && (!pb || k->adamw_bf16);
+        stale |= keep;
+        if (pb && keep)
+            OP(GPT2C_OP_ADAMW, -1, cost_adamw_bf16((double)n),
+               k->adamw_bf16(p, g, mm, v, pb, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
+        else if (pb)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad_bf16((double)n),
                k->adamw_zero_grad_bf16(p, g, mm, v, pb, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
-        else if (k->adamw_zero_grad)
+        else if (k->adamw_zero_grad && !keep)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_zero_grad((double)n),
                k->adamw_zero_grad(p, g, mm, v, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
         else
@@ -75,8 +86,8 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
            gpt2c_lora_adamw(m->lora, o, lr, scale, gpt2c_lora_opt_step(m->lora) + 1));
     if (!m->grads_mem) return GPT2C_OK;
     /* the slab's padding is never written and frozen tensors' gradients stay
-     * zero, so zeroing every trainable tensor zeroes the slab */
-    if (k->adamw_zero_grad) m->grads_zero = 1;
+     * zero, so zeroing every trainable tensor (but the kept ones) zeroes the slab */
+    if (k->adamw_zero_grad) m->grads_zero = !stale, m->grads_stale = stale;
     else gpt2c_model_zero_grad(m);
     if (!fused_bf16) gpt2c_model_refresh_bf16(m, 0); /* bf16 precision: the copies follow the updated weights */
     return k->device_check ? k->device_check() : GPT2C_OK;

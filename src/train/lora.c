@@ -215,6 +215,7 @@ gpt2c_status gpt2c_lora_attach(gpt2c_model *m, const gpt2c_lora_cfg *cfg, uint64
     m->grads_mem = m->m_mem = m->v_mem = NULL;
     memset(&m->grads, 0, sizeof m->grads);
     m->grads_zero = 1;
+    m->grads_stale = 0;
     m->lora = l;
     gpt2c_acts_drop(m);
     return GPT2C_OK;
@@ -317,7 +318,7 @@ void gpt2c_lora_backward(gpt2c_model *m, int site, int layer, float *dinp, const
     gpt2c_tensor A = gpt2c_tensor_f32(gpt2c_lora_A(l, site, layer, 0), r, IN);
     gpt2c_tensor B = gpt2c_tensor_f32(gpt2c_lora_B(l, site, layer, 0), OUT, r);
     /* g = dY B, dB += dY^T t */
-    k->matmul_backward(l->g, gpt2c_lora_B(l, site, layer, 1), NULL, dout, t, &B, N, r, OUT);
+    k->matmul_backward(l->g, gpt2c_lora_B(l, site, layer, 1), NULL, dout, t, &B, N, r, OUT, 1);
     for (size_t i = 0; i < (size_t)N * r; i++) l->g[i] *= l->scale;
     const float *xd = inp;
     const int drop = dropping(l);
@@ -326,7 +327,7 @@ void gpt2c_lora_backward(gpt2c_model *m, int site, int layer, float *dinp, const
         xd = l->xd;
     }
     /* dx = g A, dA += g^T xd */
-    k->matmul_backward(l->dx, gpt2c_lora_A(l, site, layer, 1), NULL, l->g, xd, &A, N, IN, r);
+    k->matmul_backward(l->dx, gpt2c_lora_A(l, site, layer, 1), NULL, l->g, xd, &A, N, IN, r, 1);
     const float *dx = l->dx;
     if (drop) {
         const uint64_t key = mask_key(l, site, layer);

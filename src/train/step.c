@@ -29,7 +29,7 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
     gpt2c_step_stats st = {0};
     const uint64_t t_start = gpt2c_now_ns();
     uint64_t t = t_start;
-    if (!m->grads_zero) { /* free (and not marked) when the last update left them zero */
+    if (!gpt2c_grads_fresh(m)) { /* free (and not marked) when the last update left them zero or stale */
         mark(m, &c->hooks, GPT2C_PHASE_OPTIMIZER);
         gpt2c_model_zero_grad(m);
         st.update_ms += ms_since(&t);

@@ -134,13 +134,14 @@ static void blas_matmul_forward(float *out, const float *inp, const gpt2c_tensor
 }
 
 static void blas_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                                 const gpt2c_tensor *wt, int N, int IC, int OC) {
+                                 const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
     const float *w = (const float *)wt->data; /* f32 only (formats mask) */
     sync_threads();
     if (dinp) /* dinp (N,IC) = dout (N,OC) W (OC,IC) */
         lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
-    /* dW (OC,IC) += dout^T inp (skipped for a frozen weight) */
-    if (dw) lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+    /* dW (OC,IC) += dout^T inp, or = (beta 0: dW not read) (skipped for a frozen weight) */
+    if (dw)
+        lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, dw_acc ? 1.0f : 0.0f, dw, IC);
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
 #pragma omp parallel for schedule(static) if ((size_t)N * OC >= 16384)

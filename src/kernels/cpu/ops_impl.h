@@ -203,16 +203,16 @@ static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt,
 }
 
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                            const gpt2c_tensor *wt, int N, int IC, int OC) {
+                            const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
     if (wt->fmt == GPT2C_FMT_BF16) {
         const gemm_operand d = {dout, GPT2C_FMT_F32, OC, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
         const gemm_operand dt = {dout, GPT2C_FMT_F32, 1, OC}, x = {inp, GPT2C_FMT_F32, IC, 1};
         if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
-        if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, 1);
+        if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, dw_acc);
     } else {
         const float *w = (const float *)wt->data;
         if (dinp) gpt2c_cpu_gemm(OPS_ISA, N, IC, OC, dout, OC, 1, w, IC, 1, dinp, IC, NULL, 0);
-        if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, 1);
+        if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, dw_acc);
     }
     if (!dbias) return;
     const int strips = (OC + 63) / 64;
@@ -361,24 +361,25 @@ static void adamw_zero_grad(float *p, float *g, float *m, float *v, size_t n, fl
     }
 }
 
-/* adamw_zero_grad that also writes p's bf16 copy: the copy's refresh (a read of
- * p and a write of pb) rides on the update's pass, p is read once. */
-static void adamw_zero_grad_bf16_range(float *p, float *g, float *m, float *v, uint16_t *pb, size_t i0, size_t i1,
-                                       const adamw_consts *cp) {
+/* adamw that also writes p's bf16 copy, zeroing g as it goes or not (zero_g, a
+ * constant after inlining): the copy's refresh (a read of p and a write of pb)
+ * rides on the update's pass, p is read once. */
+static inline __attribute__((always_inline)) void adamw_bf16_range(float *p, float *g, float *m, float *v, uint16_t *pb,
+                                                                   size_t i0, size_t i1, const adamw_consts *cp,
+                                                                   const int zero_g) {
     const adamw_consts c = *cp; /* a local copy: the stores below cannot alias it, so it stays in registers */
 #pragma omp simd
     for (size_t i = i0; i < i1; i++) {
         adamw_elem(p + i, m + i, v + i, g[i], &c);
-        g[i] = 0.0f;
+        if (zero_g) g[i] = 0.0f;
         pb[i] = gpt2c_bf16_from_f32(p[i]);
     }
 }
 
 #define ADAMW_NT_BLOCK 32 /* bf16 words per 64-byte non-temporal store */
 
-static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr,
-                                 float beta1, float beta2, float eps, float wd, float grad_scale, int t) {
-    const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
+static inline __attribute__((always_inline)) void adamw_bf16_impl(float *p, float *g, float *m, float *v, uint16_t *pb,
+                                                                  size_t n, const adamw_consts c, const int zero_g) {
 #if defined(__AVX512F__)
     /* The copy is only written here (read by the next forward's GEMMs, long
      * after it has left the caches): whole 64-byte lines of it are written
@@ -388,7 +389,7 @@ static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_
     if (n >= 4 * ADAMW_NT_BLOCK && ((uintptr_t)pb & 1) == 0) {
         size_t head = ((64 - ((uintptr_t)pb & 63)) & 63) / 2; /* elements before pb's first 64-byte line */
         const size_t nblk = (n - head) / ADAMW_NT_BLOCK, tail = head + nblk * ADAMW_NT_BLOCK;
-        adamw_zero_grad_bf16_range(p, g, m, v, pb, 0, head, &c);
+        adamw_bf16_range(p, g, m, v, pb, 0, head, &c, zero_g);
 #pragma omp parallel if (n >= PAR_MIN)
         {
             const adamw_consts cl = c;
@@ -400,20 +401,31 @@ static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_
                 for (int j = 0; j < ADAMW_NT_BLOCK; j++) {
                     const size_t i = i0 + j;
                     adamw_elem(p + i, m + i, v + i, g[i], &cl);
-                    g[i] = 0.0f;
+                    if (zero_g) g[i] = 0.0f;
                     blk[j] = gpt2c_bf16_from_f32(p[i]);
                 }
                 _mm512_stream_si512((void *)(pb + i0), _mm512_load_si512(blk));
             }
             _mm_sfence(); /* each thread's streamed lines are visible before the region's barrier */
         }
-        adamw_zero_grad_bf16_range(p, g, m, v, pb, tail, n, &c);
+        adamw_bf16_range(p, g, m, v, pb, tail, n, &c, zero_g);
         return;
     }
 #endif
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t b = 0; b < (n + 4095) / 4096; b++)
-        adamw_zero_grad_bf16_range(p, g, m, v, pb, b * 4096, b * 4096 + 4096 < n ? b * 4096 + 4096 : n, &c);
+        adamw_bf16_range(p, g, m, v, pb, b * 4096, b * 4096 + 4096 < n ? b * 4096 + 4096 : n, &c, zero_g);
+}
+
+static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr,
+                                 float beta1, float beta2, float eps, float wd, float grad_scale, int t) {
+    adamw_bf16_impl(p, g, m, v, pb, n, adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t), 1);
+}
+
+/* g is only read (zero_g 0): the cast drops a const nothing writes through */
+static void adamw_bf16(float *p, const float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1,
+                       float beta2, float eps, float wd, float grad_scale, int t) {
+    adamw_bf16_impl(p, (float *)g, m, v, pb, n, adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t), 0);
 }
 
 static void zero(float *x, size_t n) {

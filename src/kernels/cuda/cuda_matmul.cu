@@ -99,10 +99,11 @@ extern "C" void gpt2c_cuda_matmul_forward(float *out, const float *inp, const gp
 }
 
 extern "C" void gpt2c_cuda_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                                     const gpt2c_tensor *wt, int N, int IC, int OC) {
+                                     const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
     const float *w = (const float *)wt->data;
     if (dinp) lt_gemm("matmul_backward dinp", CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, w, IC, dout, OC, dinp, IC, 0.0f, NULL);
-    if (dw) lt_gemm("matmul_backward dw", CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, inp, IC, dout, OC, dw, IC, 1.0f, NULL);
+    if (dw) /* beta 0: dw overwritten, not read */
+        lt_gemm("matmul_backward dw", CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, inp, IC, dout, OC, dw, IC, dw_acc ? 1.0f : 0.0f, NULL);
     if (dbias) gpt2c_cuda_colsum_accumulate(dbias, dout, N, OC);
 }
 

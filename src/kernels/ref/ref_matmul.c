@@ -43,7 +43,7 @@ void gpt2c_ref_matmul_forward(float *out, const float *inp, const gpt2c_tensor *
 }
 
 void gpt2c_ref_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
-                         const gpt2c_tensor *wt, int N, int IC, int OC) {
+                         const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
     if (dinp) { /* dinp[n][i] = sum_o dout[n][o] * w[o][i] */
         float *owned;
         const float *w = gpt2c_ref_weight_f32(wt, &owned);
@@ -59,13 +59,13 @@ void gpt2c_ref_matmul_backward(float *dinp, float *dw, float *dbias, const float
             free(owned);
         }
     }
-    /* dw[o][i] += sum_n dout[n][o] * inp[n][i] */
+    /* dw[o][i] += sum_n dout[n][o] * inp[n][i] (= when !dw_acc) */
     if (dw)
         for (int o = 0; o < OC; o++)
             for (int i = 0; i < IC; i++) {
                 double acc = 0;
                 for (int n = 0; n < N; n++) acc += (double)dout[(size_t)n * OC + o] * inp[(size_t)n * IC + i];
-                dw[(size_t)o * IC + i] += (float)acc;
+                dw[(size_t)o * IC + i] = (dw_acc ? dw[(size_t)o * IC + i] : 0.0f) + (float)acc;
             }
     if (dbias)
         for (int o = 0; o < OC; o++) {
