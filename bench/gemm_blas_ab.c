@@ -1,0 +1,68 @@
+/* The cpu backend's fp32 GEMM against OpenBLAS's sgemm on GPT-2 124M's
+ * linear layers (forward, dinp, dweight at N rows), one thread, the two
+ * alternated call by call (which one goes first flips every round), so a
+ * shared machine's slow phases hit both alike; min and median GFLOP/s over
+ * the rounds and ours/OpenBLAS time.  Built by bench/gemm_blas_ab.sh. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kernels/cpu/gemm.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static float *filled(size_t n) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    for (size_t i = 0; p && i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+int main(int argc, char **argv) {
+    const int N = argc > 1 ? atoi(argv[1]) : 1024, R = argc > 2 ? atoi(argv[2]) : 20;
+    if (N <= 0 || R <= 0 || R > 1000) return fprintf(stderr, "usage: gemm_blas_ab [N rows] [rounds <= 1000]\n"), 2;
+    omp_set_num_threads(1);
+    static const int shapes[][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
+    static const char *names[] = {"fwd", "dinp", "dweight"};
+    double *t[2] = {malloc(sizeof(double) * R), malloc(sizeof(double) * R)};
+    printf("| IC | OC | op | ours GFLOP/s min / med | OpenBLAS min / med | ours / OpenBLAS time, med |\n|---|---|---|---|---|---|\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const int IC = shapes[s][0], OC = shapes[s][1];
+        float *X = filled((size_t)N * IC), *W = filled((size_t)OC * IC), *D = filled((size_t)N * OC);
+        float *O = filled((size_t)N * OC), *dX = filled((size_t)N * IC), *dW = filled((size_t)OC * IC);
+        if (!X || !W || !D || !O || !dX || !dW) return fprintf(stderr, "gemm_blas_ab: out of memory\n"), 1;
+        for (int op = 0; op < 3; op++) {
+            for (int r = -1; r < R; r++) /* round -1: warm-up, not kept */
+                for (int w = 0; w < 2; w++) {
+                    const int ours = (r + w) % 2 == 0;
+                    const double t0 = now();
+                    if (ours)
+                        gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), (gemm_linear_op)op, op == 0 ? O : op == 1 ? dX : dW,
+                                              op == 0 ? X : D, op == 2 ? X : W, N, IC, OC);
+                    else if (op == 0)
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1, X, IC, W, IC, 0, O, OC);
+                    else if (op == 1)
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1, D, OC, W, IC, 0, dX, IC);
+                    else
+                        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1, D, OC, X, IC, 1, dW, IC);
+                    if (r >= 0) t[!ours][r] = now() - t0;
+                }
+            qsort(t[0], R, sizeof(double), cmp_d);
+            qsort(t[1], R, sizeof(double), cmp_d);
+            const double gf = 2.0 * N * IC * OC / 1e9;
+            printf("| %d | %d | %s | %.1f / %.1f | %.1f / %.1f | %.2f |\n", IC, OC, names[op], gf / t[0][0],
+                   gf / t[0][R / 2], gf / t[1][0], gf / t[1][R / 2], t[0][R / 2] / t[1][R / 2]);
+        }
+        free(X), free(W), free(D), free(O), free(dX), free(dW);
+    }
+    free(t[0]), free(t[1]);
+    return 0;
+}
