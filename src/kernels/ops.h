@@ -69,8 +69,8 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC, int OC),              \
       (out, inp, w, bias, N, IC, OC))                                                                               \
     /* dinp (N,IC) overwritten (skipped if NULL) = dout (N,OC) @ w;                                                 \
-     * dw (OC,IC) += dout^T @ inp, or = when dw_acc is 0: the same bits as += on a                                 \
-     * zeroed dw, without reading it (skipped if NULL: a frozen weight);                                            \
+     * dw (OC,IC) += dout^T @ inp, or = when dw_acc is 0: += on a zeroed dw without                                \
+     * reading it (cpu, ref: the same bits) (skipped if NULL: a frozen weight);                                     \
      * dbias (OC) += column sums of dout (skipped if NULL) */                                                       \
     X(void, matmul_backward,                                                                                        \
       (float *dinp, float *dw, float *dbias, const float *dout, const float *inp, const gpt2c_tensor *w, int N,     \
