@@ -3,7 +3,8 @@
  *
  *  - the rounding of the input rows: each ISA's vector rounding (the bf16
  *    GEMM kernel's f32_pairs) = the per-element one, bitwise, with ties,
- *    NaN, infinities and denormals in the rows, odd and even widths;
+ *    NaN, infinities and denormals in the rows, odd and even widths; and
+ *    gpt2c_bf16_in_rows' two forms = their definition;
  *  - the matrix-vector product: vdpbf16ps (where the CPU has AVX512_BF16)
  *    against the portable path, bitwise, on ragged shapes (IC not a multiple
  *    of 32, 1..7 rows, output ranges starting anywhere); and the portable
@@ -71,6 +72,35 @@ static void test_round_rows(void) {
             CHECK_MSG(bad == 0, "round_rows isa %d IC=%d: %zu words differ", (int)isas[v], IC, bad);
             free(x), free(want), free(got);
         }
+    }
+}
+
+/* gpt2c_bf16_in_rows (kernels/bf16_rows.h), both forms: every word the
+ * definition's, with the same special values */
+static void test_in_rows(void) {
+    const int ICs[] = {1, 2, 15, 16, 17, 33, 768, 771};
+    const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xffa00000u, 0x7f800000u,
+                                0xff800000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x80000000u};
+    for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++) {
+        const int IC = ICs[a], N = 5, ld = IC + (IC & 1);
+        float *x = rnd((size_t)N * IC, 60 + IC);
+        for (int i = 1; i < N * IC; i += 3) memcpy(&x[i], &special[(i / 3) % (sizeof special / sizeof *special)], 4);
+        uint16_t *rows = malloc(sizeof(uint16_t) * N * IC);
+        uint32_t *sw = malloc(sizeof(uint32_t) * N * ld);
+        gpt2c_bf16_in_rows(rows, x, (size_t)N, IC, GPT2C_BF16_IN_ROWS);
+        gpt2c_bf16_in_rows(sw, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
+        size_t bad = 0;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < IC; i++) {
+                const float xi = x[n * IC + i];
+                bad += rows[n * IC + i] != gpt2c_bf16_from_f32(xi);
+                /* pair (2p, 2p+1) stored as (2p+1, 2p); an odd IC's last element after a zero */
+                const int j = (IC & 1) && i == IC - 1 ? IC : i ^ 1;
+                bad += sw[n * ld + j] != gpt2c_bf16_f32_bits(xi);
+            }
+        for (int n = 0; (IC & 1) && n < N; n++) bad += sw[n * ld + IC - 1] != 0;
+        CHECK_MSG(bad == 0, "gpt2c_bf16_in_rows IC=%d: %zu words differ from the definition", IC, bad);
+        free(x), free(rows), free(sw);
     }
 }
 
@@ -347,6 +377,7 @@ static void test_copies(void) {
 
 int main(void) {
     test_round_rows();
+    test_in_rows();
     test_gemv();
     test_range();
     test_range_in_bf16();
