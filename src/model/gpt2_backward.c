@@ -37,11 +37,6 @@ void gpt2c_model_zero_grad(gpt2c_model *m) {
     m->grads_stale = 0;
 }
 
-int gpt2c_grad_overwritten(int id) {
-    return id == GPT2C_P_WTE || id == GPT2C_P_QKVW || id == GPT2C_P_ATTPROJW || id == GPT2C_P_FCW ||
-           id == GPT2C_P_FCPROJW;
-}
-
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     if (!m->acts || !m->have_targets)
         return gpt2c_fail(GPT2C_ERR_ARG, "backward: needs a forward pass with targets first");

@@ -27,7 +27,7 @@ struct gpt2c_model {
     float *m_mem, *v_mem; /* AdamW moments, allocated on first update */
     int opt_step;         /* AdamW steps taken so far */
     int grads_zero;       /* grads_mem is known to be all zero (zero_grad is then a no-op); backward clears it */
-    /* The update left the matmul weights' gradients (gpt2c_grad_overwritten)
+    /* The update left the matmul weights' gradients (gpt2c_param_is_matmul_weight)
      * as they were instead of zeroing them, every other gradient zero: the
      * next backward overwrites them (matmul_backward's dw_acc 0), which saves
      * writing zeros over them in the update and reading those zeros back in
@@ -73,10 +73,14 @@ struct gpt2c_model {
  * training forward and backward then run attention's products on bf16 operands */
 int gpt2c_model_attention_bf16(const gpt2c_model *m);
 
-/* The tensors whose gradient a backward's first write overwrites when the
- * gradients are fresh: the matmul weights (wte by the LM head's matmul, before
- * the embedding's scatter adds to it). */
-int gpt2c_grad_overwritten(int id);
+/* The matmul weights (wte: the LM head's): the tensors with a bf16 copy in
+ * bf16 precision, and those whose gradient a backward's first write (its
+ * weight-gradient GEMM; wte's before the embedding's scatter adds to it)
+ * overwrites when the gradients are fresh. */
+static inline int gpt2c_param_is_matmul_weight(int id) {
+    return id == GPT2C_P_WTE || id == GPT2C_P_QKVW || id == GPT2C_P_ATTPROJW || id == GPT2C_P_FCW ||
+           id == GPT2C_P_FCPROJW;
+}
 /* The next backward starts the gradients from nothing: all zero, or zero but
  * for stale matmul-weight gradients it overwrites. */
 static inline int gpt2c_grads_fresh(const gpt2c_model *m) { return m->grads_zero || m->grads_stale; }

@@ -24,10 +24,7 @@ int gpt2c_precision_parse(const char *s, gpt2c_format *out) {
 
 const char *gpt2c_precision_name(gpt2c_format p) { return p == GPT2C_FMT_BF16 ? "bf16" : "fp32"; }
 
-int gpt2c_precision_has_copy(int id) {
-    return id == GPT2C_P_QKVW || id == GPT2C_P_ATTPROJW || id == GPT2C_P_FCW || id == GPT2C_P_FCPROJW ||
-           id == GPT2C_P_WTE;
-}
+int gpt2c_precision_has_copy(int id) { return gpt2c_param_is_matmul_weight(id); }
 
 gpt2c_format gpt2c_model_precision(const gpt2c_model *m) { return m->bf16_mem ? GPT2C_FMT_BF16 : GPT2C_FMT_F32; }
 

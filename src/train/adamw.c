@@ -67,7 +67,7 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
         uint16_t *pb = fused_bf16 ? gpt2c_model_bf16_copy(m, id) : NULL;
         /* not zeroed: a gradient the next backward overwrites, where the rest are zeroed as they go
          * (not with quantized weights, whose backward writes no weight gradient) */
-        const int keep = k->adamw_zero_grad && gpt2c_grad_overwritten(id) && (!pb || k->adamw_bf16) && !m->qw;
+        const int keep = k->adamw_zero_grad && gpt2c_param_is_matmul_weight(id) && (!pb || k->adamw_bf16) && !m->qw;
         stale |= keep;
         if (pb && keep)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_bf16((double)n),
