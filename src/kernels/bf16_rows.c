@@ -2,7 +2,6 @@
 #include "kernels/bf16_rows.h"
 
 #include <stdint.h>
-#include <string.h>
 
 #include "kernels/bf16.h"
 

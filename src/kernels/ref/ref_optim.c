@@ -38,6 +38,6 @@ void gpt2c_ref_adamw_bf16(float *p, const float *g, float *m, float *v, uint16_t
 
 void gpt2c_ref_adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr,
                                     float beta1, float beta2, float eps, float wd, float grad_scale, int t) {
-    gpt2c_ref_adamw_zero_grad(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, t);
-    for (size_t i = 0; i < n; i++) pb[i] = gpt2c_bf16_from_f32(p[i]);
+    gpt2c_ref_adamw_bf16(p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t);
+    for (size_t i = 0; i < n; i++) g[i] = 0.0f;
 }
