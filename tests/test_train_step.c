@@ -9,6 +9,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
+#include "gpt2c/quant_model.h"
 #include "gpt2c/train.h"
 #include "testutil.h"
 #include "grads_fresh.h"
@@ -58,8 +59,10 @@ static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, 
 /* Fresh gradients (model_internal.h's grads_stale): after an update that left
  * the matmul weights' gradients stale, a backward (overwriting them) gives the
  * bits of one on zeroed gradients (accumulating), in fp32 and bf16; a second
- * micro-batch adds to them as before; an update with no backward since the
- * last one sees no gradient, not the stale one. */
+ * micro-batch adds to them as before; gpt2c_model_zero_grad writes nothing
+ * over them; an update with no backward since the last one sees no gradient,
+ * not the stale one; quantizing the weights (whose backward then writes no
+ * weight gradient) zeroes them. */
 static void test_fresh_grads(gpt2c_format prec) {
     gpt2c_model *a = make(), *z = make();
     if (!a || !z) return;
@@ -75,7 +78,13 @@ static void test_fresh_grads(gpt2c_format prec) {
         CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
     }
     CHECK_MSG(a->grads_stale && !a->grads_zero, "%s: the update left no stale gradients", gpt2c_precision_name(prec));
-    gpt2c_model_zero_grad(z); /* z: zeroed, so its backward accumulates onto zeros */
+    /* a: zero_grad as a training loop calls it, with nothing to write (the backward overwrites) */
+    const float *fcw_g = gpt2c_param_slice(a, a->grads_mem, GPT2C_P_FCW, 0);
+    const float g0 = fcw_g[0];
+    gpt2c_model_zero_grad(a);
+    CHECK_MSG(a->grads_stale && fcw_g[0] == g0 && g0 != 0.0f, "%s: zero_grad wrote over the stale gradients",
+              gpt2c_precision_name(prec));
+    gpt2c_model_zero_grad_slab(z); /* z: zeroed, so its backward accumulates onto zeros */
     CHECK(z->grads_zero && !z->grads_stale);
     int32_t tok2[B * T + 1]; /* the second micro-batch: the tokens reversed */
     for (int i = 0; i <= B * T; i++) tok2[i] = g_tok[B * T - i];
@@ -92,10 +101,20 @@ static void test_fresh_grads(gpt2c_format prec) {
     for (int i = 0; i < 2; i++) CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
     CHECK(same(a->params_mem, z->params_mem, a->slab_floats));
     /* a second update with no backward: as on zero gradients (moments decay, weights decay) */
-    gpt2c_model_zero_grad(z);
+    gpt2c_model_zero_grad_slab(z);
     for (int i = 0; i < 2; i++) CHECK_OK(gpt2c_model_update(ms[i], &opt, 1e-2f, NULL));
     CHECK_MSG(same(a->params_mem, z->params_mem, a->slab_floats) && same(a->m_mem, z->m_mem, a->slab_floats),
               "%s: an update after an update used the stale gradients", gpt2c_precision_name(prec));
+    if (prec == GPT2C_FMT_F32) { /* stale, then quantized: zeroed */
+        CHECK_OK(gpt2c_model_forward(a, g_tok, g_tok + 1, B, T, &loss));
+        CHECK_OK(gpt2c_model_backward(a, 1.0f));
+        CHECK_OK(gpt2c_model_update(a, &opt, 1e-2f, NULL));
+        CHECK(a->grads_stale);
+        CHECK_OK(gpt2c_quantize_model(a, GPT2C_FMT_Q8, 0, 0, NULL));
+        size_t nz = 0;
+        for (size_t i = 0; i < a->slab_floats; i++) nz += a->grads_mem[i] != 0.0f;
+        CHECK_MSG(a->grads_zero && !a->grads_stale && nz == 0, "quantized after an update: %zu stale gradients kept", nz);
+    }
     gpt2c_model_free(a), gpt2c_model_free(z);
 }
 

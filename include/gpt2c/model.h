@@ -143,7 +143,8 @@ const float *gpt2c_model_logits(const gpt2c_model *m);
 /* Per-position losses (B,T) of the last forward with targets. */
 const float *gpt2c_model_losses(const gpt2c_model *m);
 
-/* After it the gradients are zero (free when they are known to be already). */
+/* After it the gradients are zero, for the next backward and update (free
+ * when they are known to be already, and right after gpt2c_model_update). */
 void gpt2c_model_zero_grad(gpt2c_model *m);
 /* Accumulates the gradient of loss_scale * mean loss into grads (loss_scale =
  * 1/accum for gradient accumulation).  Needs a forward with targets. */
@@ -156,9 +157,11 @@ typedef struct gpt2c_adamw_cfg {
 } gpt2c_adamw_cfg;
 
 /* Global grad norm, clip, and one AdamW step at learning rate lr.  *norm gets
- * the norm before clipping.  On success the gradients are left zero (the
- * zeroing is fused into AdamW where the backend can), so the next
- * gpt2c_model_zero_grad costs nothing. */
+ * the norm before clipping.  On success the gradients are spent: the next
+ * backward starts from zero and the next update sees none, with or without
+ * a gpt2c_model_zero_grad in between (which then costs nothing).  Where the
+ * backend can, the update zeroes them in AdamW's pass, but for the matmul
+ * weights', which it leaves in memory for the next backward to write over. */
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *opt, float lr, float *norm);
 /* Freezes (trainable 0) or unfreezes tensor `id` (GPT2C_P_*) for every layer:
  * LoRA and pruning train a subset.  A frozen tensor's gradient is zero. */

@@ -121,7 +121,7 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
  * the plain ops); a host backend inherits ref's ---- */
 #define GPT2C_OPS_FUSED(X)                                                                                          \
     /* adamw, and then g (n) = 0: one pass over memory instead of two (the                                          \
-     * update leaves the gradients zero, so the next zero_grad is skipped). */                                      \
+     * update leaves such gradients zero, so the next zero_grad skips them). */                                     \
     X(void, adamw_zero_grad,                                                                                        \
       (float *p, float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd,   \
        float grad_scale, int t),                                                                                    \

@@ -28,13 +28,19 @@
 #define LORA(site, l, dinp, dout, inp, N)                                                                              \
     (m->lora ? gpt2c_lora_backward(m, GPT2C_LORA_##site, l, dinp, dout, inp, N) : (void)0)
 
-void gpt2c_model_zero_grad(gpt2c_model *m) {
-    if (m->lora) gpt2c_lora_zero_grad(m->lora); /* small: not tracked */
+void gpt2c_model_zero_grad_slab(gpt2c_model *m) {
     if (!m->grads_mem || m->grads_zero) return;
     gpt2c_threads_use(m->threads);
     OP(GPT2C_OP_ZERO_GRAD, -1, cost_zero((double)m->slab_floats), m->k->zero(m->grads_mem, m->slab_floats));
     m->grads_zero = 1;
     m->grads_stale = 0;
+}
+
+void gpt2c_model_zero_grad(gpt2c_model *m) {
+    if (m->lora) gpt2c_lora_zero_grad(m->lora); /* small: not tracked */
+    /* stale (the update's): the next backward overwrites them, an update
+     * first zeroes them, and nothing else reads them */
+    if (!m->grads_stale) gpt2c_model_zero_grad_slab(m);
 }
 
 gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {

@@ -32,7 +32,9 @@ struct gpt2c_model {
      * next backward overwrites them (matmul_backward's dw_acc 0), which saves
      * writing zeros over them in the update and reading those zeros back in
      * the weight-gradient GEMMs (~2 x 4 bytes per parameter).  Backward clears
-     * it; zero_grad zeroes them.  grads_zero and grads_stale: never both. */
+     * it.  gpt2c_model_zero_grad leaves them so (nothing to write: backward
+     * and update see zeros either way); gpt2c_model_zero_grad_slab writes the
+     * zeros.  grads_zero and grads_stale: never both. */
     int grads_stale;
     /* Per tensor: 1 = trained (the default); 0 = frozen: backward computes no
      * gradient for it (its weight-gradient GEMM is skipped), the update no
@@ -84,5 +86,8 @@ static inline int gpt2c_param_is_matmul_weight(int id) {
 /* The next backward starts the gradients from nothing: all zero, or zero but
  * for stale matmul-weight gradients it overwrites. */
 static inline int gpt2c_grads_fresh(const gpt2c_model *m) { return m->grads_zero || m->grads_stale; }
+/* Zeros over the whole gradient slab, stale or not (grads_zero after): for
+ * what reads the gradients without a backward first (the update). */
+void gpt2c_model_zero_grad_slab(gpt2c_model *m);
 
 #endif

@@ -152,6 +152,8 @@ gpt2c_status gpt2c_quantize_model(gpt2c_model *m, gpt2c_format f, int block, int
     }
     gpt2c_qweights_pack_arena(q);
     m->qw = q;
+    /* an update's stale weight gradients: a backward on quantized weights writes none over them */
+    if (m->grads_stale) gpt2c_model_zero_grad_slab(m);
     return GPT2C_OK;
 }
 

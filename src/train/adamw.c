@@ -36,7 +36,7 @@ static double grad_sumsq(gpt2c_model *m) {
 
 gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float lr, float *norm_out) {
     if (!m->grads_mem && !m->lora) return gpt2c_fail(GPT2C_ERR_ARG, "update: no gradients (run backward first)");
-    if (m->grads_stale) gpt2c_model_zero_grad(m); /* no backward since the last update: no gradient, not its stale one */
+    if (m->grads_stale) gpt2c_model_zero_grad_slab(m); /* no backward since the last update: no gradient, not its stale one */
     /* moments for the base only when some base tensor trains (not under LoRA) */
     if (m->num_frozen < GPT2C_NUM_PARAM_TENSORS) GPT2C_TRY(gpt2c_model_alloc_optimizer(m));
     gpt2c_threads_use(m->threads);
