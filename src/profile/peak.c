@@ -61,8 +61,11 @@ static uint64_t peak_clock_ns(int threads) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* a peak loop: `iters` rounds on the ISA, returning a value to keep */
+typedef float (*peak_loop)(int isa, long iters);
+
 /* Seconds for every thread to run `iters` rounds, timed between barriers. */
-static double time_fma(int isa, int threads, long iters) {
+static double time_loop(peak_loop loop, int isa, int threads, long iters) {
     double secs = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -70,7 +73,7 @@ static double time_fma(int isa, int threads, long iters) {
 #pragma omp barrier
 #pragma omp master
         t0 = peak_clock_ns(threads);
-        float r = run_fma(isa, iters);
+        float r = loop(isa, iters);
 #pragma omp barrier
 #pragma omp master
         secs = (double)(peak_clock_ns(threads) - t0) * 1e-9;
@@ -90,17 +93,22 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static double measure_fma(int isa, int threads, int runs) {
+/* GFLOP/s: the median of `runs` runs of about 0.15 s (flops_iter per round and thread) */
+static double measure_loop(peak_loop loop, int isa, double flops_iter, int threads, int runs) {
     long iters = 100000;
-    double t = time_fma(isa, threads, iters);
+    double t = time_loop(loop, isa, threads, iters);
     while (t < 0.02) { /* calibrate to about 0.15 s per run */
         iters *= 4;
-        t = time_fma(isa, threads, iters);
+        t = time_loop(loop, isa, threads, iters);
     }
     iters = (long)((double)iters * 0.15 / t) + 1;
     double g[32];
-    for (int r = 0; r < runs; r++) g[r] = flops_per_iter(isa) * (double)iters * threads / time_fma(isa, threads, iters) * 1e-9;
+    for (int r = 0; r < runs; r++) g[r] = flops_iter * (double)iters * threads / time_loop(loop, isa, threads, iters) * 1e-9;
     return median(g, runs);
+}
+
+static double measure_fma(int isa, int threads, int runs) {
+    return measure_loop(run_fma, isa, flops_per_iter(isa), threads, runs);
 }
 
 #ifndef GPT2C_BUILD_TYPE
@@ -127,22 +135,9 @@ const char *gpt2c_peak_build(void) {
 static void cpu_model(char *buf, size_t n) { snprintf(buf, n, "%s", gpt2c_cpu_brand()); }
 
 #if defined(__x86_64__) || defined(__i386__)
-static double time_dpbf16(int threads, long iters) {
-    double secs = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        uint64_t t0 = 0;
-#pragma omp barrier
-#pragma omp master
-        t0 = peak_clock_ns(threads);
-        float r = gpt2c_peak_dpbf16_avx512(iters);
-#pragma omp barrier
-#pragma omp master
-        secs = (double)(peak_clock_ns(threads) - t0) * 1e-9;
-#pragma omp atomic
-        sink += r;
-    }
-    return secs;
+static float run_dpbf16(int isa, long iters) {
+    (void)isa; /* AVX-512 only */
+    return gpt2c_peak_dpbf16_avx512(iters);
 }
 #endif
 
@@ -150,17 +145,7 @@ static double time_dpbf16(int threads, long iters) {
 static double measure_dpbf16(int threads, int runs) {
 #if defined(__x86_64__) || defined(__i386__)
     if (!gpt2c_cpu_has_avx512bf16()) return 0;
-    long iters = 100000;
-    double t = time_dpbf16(threads, iters);
-    while (t < 0.02) {
-        iters *= 4;
-        t = time_dpbf16(threads, iters);
-    }
-    iters = (long)((double)iters * 0.15 / t) + 1;
-    double g[32];
-    for (int r = 0; r < runs; r++)
-        g[r] = gpt2c_peak_dpbf16_flops_per_iter_avx512 * (double)iters * threads / time_dpbf16(threads, iters) * 1e-9;
-    return median(g, runs);
+    return measure_loop(run_dpbf16, GPT2C_ISA_AVX512, gpt2c_peak_dpbf16_flops_per_iter_avx512, threads, runs);
 #else
     (void)threads, (void)runs;
     return 0;
@@ -182,10 +167,10 @@ double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seco
     static int cal_threads[GPT2C_ISA_COUNT][2];
     long *iters = &cal_iters[isa][dp];
 #if defined(__x86_64__) || defined(__i386__)
-#define BURST(n) (dp ? time_dpbf16(threads, (n)) : time_fma(isa, threads, (n)))
+#define BURST(n) time_loop(dp ? run_dpbf16 : run_fma, isa, threads, (n))
     const double fpi = dp ? gpt2c_peak_dpbf16_flops_per_iter_avx512 : flops_per_iter(isa);
 #else
-#define BURST(n) time_fma(isa, threads, (n))
+#define BURST(n) time_loop(run_fma, isa, threads, (n))
     const double fpi = flops_per_iter(isa);
 #endif
     if (*iters == 0 || cal_threads[isa][dp] != threads) {
