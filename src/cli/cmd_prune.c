@@ -14,6 +14,16 @@
 #include "gpt2c/prune.h"
 
 /* --target lora: prune the adapter's matrices, write an adapter directory */
+/* the metadata a pruned file carries: the method and the sparsity (printed into sp) */
+static void prune_meta(gpt2c_kv meta[2], char *sp, size_t n, double sparsity, gpt2c_prune_scope scope,
+                       gpt2c_prune_pattern pattern) {
+    snprintf(sp, n, "%g", sparsity);
+    meta[0] = (gpt2c_kv){"gpt2c.prune", pattern == GPT2C_PRUNE_2_4       ? "l1 2:4"
+                                        : scope == GPT2C_PRUNE_GLOBAL ? "l1 global unstructured"
+                                                                      : "l1 layer unstructured"};
+    meta[1] = (gpt2c_kv){"gpt2c.prune.sparsity", sp};
+}
+
 static int prune_lora(const model_arg *ma, const char *adapter, const char *out, double sparsity, gpt2c_prune_scope scope,
                       gpt2c_prune_pattern pattern, const char *scope_s, const char *pattern_s) {
     const cli_path ins[] = {{"--model", ma->model}, {"--adapter", adapter}};
@@ -34,11 +44,8 @@ static int prune_lora(const model_arg *ma, const char *adapter, const char *out,
         return cli_fail_option("prune", "--adapter");
     }
     char sp[32];
-    snprintf(sp, sizeof sp, "%g", sparsity);
-    const gpt2c_kv meta[] = {{"gpt2c.prune", pattern == GPT2C_PRUNE_2_4 ? "l1 2:4" : scope == GPT2C_PRUNE_GLOBAL
-                                                                                  ? "l1 global unstructured"
-                                                                                  : "l1 layer unstructured"},
-                             {"gpt2c.prune.sparsity", sp}};
+    gpt2c_kv meta[2];
+    prune_meta(meta, sp, sizeof sp, sparsity, scope, pattern);
     if (gpt2c_prune_lora(m, sparsity, scope, pattern, &zeros, &numel) != GPT2C_OK ||
         gpt2c_peft_save(m, out, base[0] ? base : ma->model, meta, 2, 0) != GPT2C_OK) {
         gpt2c_model_free(m);
@@ -103,11 +110,8 @@ int cmd_prune(int argc, char **argv) {
         return cli_fail_status("prune");
     }
     char sp[32];
-    snprintf(sp, sizeof sp, "%g", sparsity);
-    const gpt2c_kv meta[] = {{"gpt2c.prune", pattern == GPT2C_PRUNE_2_4 ? "l1 2:4" : scope == GPT2C_PRUNE_GLOBAL
-                                                                                  ? "l1 global unstructured"
-                                                                                  : "l1 layer unstructured"},
-                             {"gpt2c.prune.sparsity", sp}};
+    gpt2c_kv meta[2];
+    prune_meta(meta, sp, sizeof sp, sparsity, scope, pattern);
     if (gpt2c_model_save(m, out, meta, 2, 0) != GPT2C_OK) {
         gpt2c_model_free(m);
         return cli_fail_status("prune");
