@@ -143,7 +143,7 @@ static void att_gemm_bf16(const gemm_bf16_isa_kernel *kk, int M, int N, int kp, 
 
 static void attention_forward_bf16(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
+    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR); /* channel pairs; O^T rows padded to whole A panels */
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldq = ATT_FQ; /* row length of S^T and O^T (queries), a multiple of every NR */
@@ -213,7 +213,7 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
 static void attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                                     const float *state, int B, int T, int C, int NH) {
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
-    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
+    const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR), hsp = att_up(hs, NR);
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
     const int ldk = ATT_BK; /* row length of P, dS and of dK^T, dV^T (keys): a multiple of every NR */

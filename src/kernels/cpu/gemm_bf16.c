@@ -348,7 +348,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                       const gemm_operand *A, swapped_rows xa, const gemm_operand *B, float *C, long ldc,
                       const float *bias, int accumulate, uint32_t *abuf0, uint32_t *bbuf0, prepacked pa,
                       prepacked pb) {
-    const int MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1;
+    const int MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     for (int pc = 0; pc < K; pc += kcmax) {
         const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
         const size_t kpw = (size_t)kp * xw; /* words per panel column */
@@ -461,7 +461,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
         return;
     }
     const gemm_bf16_blocking bl = g_blocking;
-    const int MR = kk->mr, NR = kk->nr, xw = kk->fp32 ? 2 : 1; /* words per packed element pair */
+    const int MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
     int cg = ceil_div(N, bl.nc), rc = ceil_div(M, bl.mc);
     /* units: their count a multiple of the threads where it can be (any split gives the same numbers) */

@@ -72,6 +72,10 @@ typedef struct {
     int (*expand)(uint32_t *buf, long rows, int P);
 } gemm_bf16_isa_kernel;
 
+/* 32-bit words per packed element pair in kk's panels: 1 (a pair word), or 2
+ * where they are expanded to fp32 (kk->fp32) */
+static inline int gpt2c_gemm_bf16_words_per_pair(const gemm_bf16_isa_kernel *kk) { return kk->fp32 ? 2 : 1; }
+
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16; /* vdpbf16ps */
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f;    /* emulated with FMAs */
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2;       /* emulated with FMAs */
