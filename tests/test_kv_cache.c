@@ -7,6 +7,7 @@
 
 #include "gpt2c/infer.h"
 #include "gpt2c/model.h"
+#include "gpt2c/precision.h"
 #include "gpt2c/quant_model.h"
 #include "testutil.h"
 
@@ -70,7 +71,15 @@ int main(void) {
     CHECK(m && r);
     if (!m || !r) return tu_finish("test_kv_cache");
     const int V = gpt2c_model_config(m)->vocab_size, Vp = gpt2c_model_config(m)->padded_vocab_size;
-    /* AUTO: fp32 weights keep an fp32 cache; quantized ones get bf16 (test_quant_model checks that side) */
+    /* AUTO: fp32 weights keep an fp32 cache; bf16 precision gets a bf16 one, and so do quantized
+     * weights (test_quant_model checks that side) */
+    CHECK(gpt2c_model_kv_cache(m) == GPT2C_KV_F32);
+    CHECK_OK(gpt2c_model_set_precision(m, GPT2C_FMT_BF16));
+    CHECK_MSG(gpt2c_model_kv_cache(m) == GPT2C_KV_BF16, "bf16 precision: the default cache is not bf16");
+    gpt2c_model_set_kv_cache(m, GPT2C_KV_F32); /* an explicit choice stands */
+    CHECK(gpt2c_model_kv_cache(m) == GPT2C_KV_F32);
+    gpt2c_model_set_kv_cache(m, GPT2C_KV_AUTO);
+    CHECK_OK(gpt2c_model_set_precision(m, GPT2C_FMT_F32));
     CHECK(gpt2c_model_kv_cache(m) == GPT2C_KV_F32);
     gpt2c_infer *s32 = NULL, *s16 = NULL;
     gpt2c_model_set_kv_cache(m, GPT2C_KV_BF16);

@@ -35,8 +35,9 @@ void gpt2c_infer_free(gpt2c_infer *s);
  * per-step reads in fp32, as much as q4 weights): each key and value is
  * rounded to bf16 (nearest even) when written, attention computes in fp32.
  * AUTO: bf16 for a model with quantized weights (their decode is the one
- * the cache's bytes bound; its cost is measured in docs/QUANTIZATION.md),
- * fp32 otherwise. */
+ * the cache's bytes bound; its cost is measured in docs/QUANTIZATION.md)
+ * or in bf16 precision (where the backend has bf16 cache kernels), fp32
+ * otherwise. */
 typedef enum { GPT2C_KV_AUTO = 0, GPT2C_KV_F32 = 1, GPT2C_KV_BF16 = 2 } gpt2c_kv_cache;
 /* The cache type inference states made from m from now on use (AUTO: the default). */
 void gpt2c_model_set_kv_cache(gpt2c_model *m, gpt2c_kv_cache kv);

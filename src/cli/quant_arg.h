@@ -16,7 +16,7 @@ int quant_arg_apply(const char *cmd, const char *quant, const char *model_desc, 
 /* `--kv-cache auto|f32|bf16` (gpt2c_kv_cache, gpt2c/infer.h): generate, bench generate, profile. */
 #define KV_ARG_OPT(kv)                                                                                              \
     {"--kv-cache", CLI_STR, &(kv),                                                                                  \
-     "KV cache type: auto|f32|bf16 (auto: bf16 with quantized weights, else f32)", 0, 0}
+     "KV cache type: auto|f32|bf16 (auto: bf16 with quantized weights or --precision bf16, else f32)", 0, 0}
 /* Sets m's cache type (kv NULL: leave it); a one-line error naming --kv-cache and non-zero if unknown. */
 int kv_arg_apply(const char *cmd, const char *kv, gpt2c_model *m);
 

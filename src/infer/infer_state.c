@@ -180,7 +180,9 @@ void gpt2c_model_set_kv_cache(gpt2c_model *m, gpt2c_kv_cache kv) { m->kv_cache =
 
 gpt2c_kv_cache gpt2c_model_kv_cache(const gpt2c_model *m) {
     if (m->kv_cache == GPT2C_KV_F32 || m->kv_cache == GPT2C_KV_BF16) return (gpt2c_kv_cache)m->kv_cache;
-    return m->qw ? GPT2C_KV_BF16 : GPT2C_KV_F32; /* AUTO */
+    /* AUTO: bf16 for quantized weights, and in bf16 precision on a backend with bf16 cache kernels */
+    const int bf16_ok = m->k && m->k->kv_write_bf16 && m->k->attention_kv_bf16_range;
+    return m->qw || (gpt2c_model_precision(m) == GPT2C_FMT_BF16 && bf16_ok) ? GPT2C_KV_BF16 : GPT2C_KV_F32;
 }
 
 gpt2c_kv_cache gpt2c_infer_kv_cache(const gpt2c_infer *s) { return s->kv_bf16 ? GPT2C_KV_BF16 : GPT2C_KV_F32; }
