@@ -5,10 +5,6 @@
 # Usage: bench/qprefill_ppl.sh BUILD_DIR CKPT VAL.bin   (MAXSEQS=n: the first n sequences of SEQ=256 only)
 set -eu
 B="$1"; CKPT="$2"; VAL="$3"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-W="$(mktemp -d)"
-trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" "$root/bench/qprefill_ppl.c" "$B/libgpt2c.a" $pkgs -lm -o "$W/ppl"
+cmake --build "$B" --target qprefill_ppl >/dev/null   # the build's link line (CUDA runtime included where it has one)
 lscpu | grep -E "Model name|CPU family|Model:|Flags" | sed 's/Flags:.*avx512_bf16.*/Flags: ... avx512_bf16 .../' | tr -s ' '
-for f in ${FMTS:-f32 q8 q4 nf4}; do "$W/ppl" "$CKPT" $f "$VAL" "${SEQ:-256}" "${MAXSEQS:-0}"; done
+for f in ${FMTS:-f32 q8 q4 nf4}; do "$B/qprefill_ppl" "$CKPT" $f "$VAL" "${SEQ:-256}" "${MAXSEQS:-0}"; done

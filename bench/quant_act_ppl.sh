@@ -5,9 +5,5 @@
 # Usage: bench/quant_act_ppl.sh BUILD_DIR CKPT VAL.bin   (MAXSEQS=n: score the first n sequences of 256 only)
 set -eu
 B="$1"; CKPT="$2"; VAL="$3"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-W="$(mktemp -d)"
-trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" "$root/bench/quant_act_ppl.c" "$B/libgpt2c.a" $pkgs -lm -o "$W/ppl"
-for f in ${FMTS:-f32 q8 q4 nf4}; do "$W/ppl" "$CKPT" $f "$VAL" 256 "${MAXSEQS:-0}"; done
+cmake --build "$B" --target quant_act_ppl >/dev/null   # the build's link line (CUDA runtime included where it has one)
+for f in ${FMTS:-f32 q8 q4 nf4}; do "$B/quant_act_ppl" "$CKPT" $f "$VAL" 256 "${MAXSEQS:-0}"; done
