@@ -13,7 +13,6 @@
 #include "gpt2c/lora.h"
 #include "gpt2c/prune.h"
 
-/* --target lora: prune the adapter's matrices, write an adapter directory */
 /* the metadata a pruned file carries: the method and the sparsity (printed into sp) */
 static void prune_meta(gpt2c_kv meta[2], char *sp, size_t n, double sparsity, gpt2c_prune_scope scope,
                        gpt2c_prune_pattern pattern) {
@@ -24,6 +23,7 @@ static void prune_meta(gpt2c_kv meta[2], char *sp, size_t n, double sparsity, gp
     meta[1] = (gpt2c_kv){"gpt2c.prune.sparsity", sp};
 }
 
+/* --target lora: prune the adapter's matrices, write an adapter directory */
 static int prune_lora(const model_arg *ma, const char *adapter, const char *out, double sparsity, gpt2c_prune_scope scope,
                       gpt2c_prune_pattern pattern, const char *scope_s, const char *pattern_s) {
     const cli_path ins[] = {{"--model", ma->model}, {"--adapter", adapter}};
