@@ -19,7 +19,7 @@
 /* The inference kernels follow the cpu backend's ISA choice (CPUID, or
  * forced with --isa / GPT2C_ISA=avx2|scalar), read once in
  * gpt2c_kernels_cpu_infer_fill before any kernel runs. */
-static int use_avx512;
+static int use_avx512, use_avx2_gemm;
 static int in_bf16_form = GPT2C_BF16_IN_ROWS; /* the table's infer_bf16_input (kernels/bf16_rows.h) */
 
 /* Portable fallback: 8 partial sums per dot product, so the compiler can
@@ -39,6 +39,21 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
             if (act == GPT2C_ACT_GELU) y = 0.5f * y * (1.0f + tanhf(0.7978845608028654f * (y + 0.044715f * y * y * y)));
             out[(size_t)n * OC + o] = y;
         }
+}
+
+/* Many rows (prefill) without AVX-512: the fp32 GEMM's AVX2 kernel on the
+ * range's weight rows (the dot-product loop above ran a 128-token prefill at
+ * 1/4 the speed), then the GELU on the finished rows. */
+enum { GEMM_MIN_ROWS = 24 }; /* as cpu_infer_avx512.c's PACKED_MIN_ROWS */
+
+static void matmul_gemm_avx2(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                             int act, int o0, int o1) {
+    gpt2c_cpu_gemm(GPT2C_ISA_AVX2, N, o1 - o0, IC, inp, IC, 1, w + (size_t)o0 * IC, 1, IC, out + o0, OC,
+                   bias ? bias + o0 : NULL, 0);
+    if (act == GPT2C_ACT_GELU) { /* the table's vector GELU (the portable loop's scalar tanhf was ~10% of a prefill) */
+        const gpt2c_kernels *k = gpt2c_cpu_ops_current();
+        for (int n = 0; n < N; n++) k->gelu_forward(out + (size_t)n * OC + o0, out + (size_t)n * OC + o0, (size_t)(o1 - o0));
+    }
 }
 
 /* f32 weights, bf16 ones (infer_bf16.h), and the block-quantized ones
@@ -67,6 +82,10 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
         return;
     }
 #endif
+    if (use_avx2_gemm && N >= GEMM_MIN_ROWS && o1 > o0) {
+        matmul_gemm_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        return;
+    }
     matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
 }
 
@@ -129,6 +148,7 @@ static void cpu_infer_prepare(int bf16) {
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
+    use_avx2_gemm = gpt2c_cpu_isa() == GPT2C_ISA_AVX2;
     k->matmul_infer_range = cpu_matmul_infer_range;
     /* the fp32-panel bf16 GEMM (no AVX512_BF16) reads its input in place as
      * swapped fp32 rows; the others pack bf16 rows */
