@@ -108,13 +108,14 @@ static void test_gemv(void) {
     const int ICs[] = {1, 2, 31, 32, 33, 64, 95, 130, 768};
     const int Ns[] = {1, 2, 3, 4, 5, 7};
     const int OC = 37;
-    int dp = 0, f512 = 0;
+    int dp = 0, f512 = 0, f256 = 0;
 #if defined(__x86_64__)
     dp = gpt2c_cpu_has_avx512bf16();
     f512 = gpt2c_cpu_has_isa(GPT2C_ISA_AVX512);
+    f256 = gpt2c_cpu_has_isa(GPT2C_ISA_AVX2);
 #endif
-    printf("  vdpbf16ps path: %s; AVX-512F path: %s\n", dp ? "checked" : "absent on this CPU",
-           f512 ? "checked" : "absent on this CPU");
+    printf("  vdpbf16ps path: %s; AVX-512F path: %s; AVX2 path: %s\n", dp ? "checked" : "absent on this CPU",
+           f512 ? "checked" : "absent on this CPU", f256 ? "checked" : "absent on this CPU");
     for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++) {
             const int IC = ICs[a], N = Ns[b], ld = (IC + 31) / 32 * 32 + 32; /* a row stride beyond the padding */
@@ -145,7 +146,9 @@ static void test_gemv(void) {
                 const char *name;
                 int on;
                 void (*gemv)(float *, const uint16_t *, int, const uint16_t *, const float *, int, int, int, int, int);
-            } paths[] = {{"vdpbf16ps", dp, gpt2c_cpu_bf16_gemv_avx512bf16}, {"AVX-512F", f512, gpt2c_cpu_bf16_gemv_avx512f}};
+            } paths[] = {{"vdpbf16ps", dp, gpt2c_cpu_bf16_gemv_avx512bf16},
+                         {"AVX-512F", f512, gpt2c_cpu_bf16_gemv_avx512f},
+                         {"AVX2", f256, gpt2c_cpu_bf16_gemv_avx2}};
             for (size_t v = 0; v < sizeof paths / sizeof *paths; v++) {
                 if (!paths[v].on) continue;
                 memset(q, 0, sizeof(float) * (size_t)N * OC);

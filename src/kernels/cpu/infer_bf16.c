@@ -157,6 +157,8 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const
                 gpt2c_cpu_bf16_gemv_avx512bf16(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
             else if (isa == GPT2C_ISA_AVX512)
                 gpt2c_cpu_bf16_gemv_avx512f(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
+            else if (isa == GPT2C_ISA_AVX2)
+                gpt2c_cpu_bf16_gemv_avx2(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
             else
 #endif
                 gpt2c_cpu_bf16_gemv_portable(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
