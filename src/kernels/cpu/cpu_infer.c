@@ -86,6 +86,12 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
         matmul_gemm_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
+#if defined(__x86_64__)
+    if (use_avx2_gemm) { /* few rows */
+        gpt2c_cpu_infer_matmul_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        return;
+    }
+#endif
     matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
 }
 

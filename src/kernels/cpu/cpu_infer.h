@@ -9,6 +9,9 @@
 
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1);
+/* The few-row (decode) matmul on AVX2 + FMA (cpu_infer_avx2.c; call only when the CPU has them). */
+void gpt2c_cpu_infer_matmul_avx2(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
+                                 int act, int o0, int o1);
 /* Attention over the KV cache.  Both return 0 when they cannot take the shape
  * (then the caller falls back).  The flash kernel (flash_infer_avx512.c:
  * online softmax over key tiles, a few KiB of scratch, any context) is the
