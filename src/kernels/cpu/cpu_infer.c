@@ -19,7 +19,7 @@
 /* The inference kernels follow the cpu backend's ISA choice (CPUID, or
  * forced with --isa / GPT2C_ISA=avx2|scalar), read once in
  * gpt2c_kernels_cpu_infer_fill before any kernel runs. */
-static int use_avx512, use_avx2_gemm;
+static int use_avx512, use_avx2;
 static int in_bf16_form = GPT2C_BF16_IN_ROWS; /* the table's infer_bf16_input (kernels/bf16_rows.h) */
 
 /* Portable fallback: 8 partial sums per dot product, so the compiler can
@@ -82,12 +82,12 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
         return;
     }
 #endif
-    if (use_avx2_gemm && N >= GEMM_MIN_ROWS && o1 > o0) {
+    if (use_avx2 && N >= GEMM_MIN_ROWS && o1 > o0) {
         matmul_gemm_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
 #if defined(__x86_64__)
-    if (use_avx2_gemm) { /* few rows */
+    if (use_avx2) { /* few rows */
         gpt2c_cpu_infer_matmul_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
@@ -131,6 +131,7 @@ static void cpu_attention_kv_bf16_range(float *out, const float *q, size_t qstri
 #if defined(__x86_64__)
     if (use_avx512 && gpt2c_cpu_flash_attention_bf16_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1))
         return;
+    if (use_avx2 && gpt2c_cpu_attention_kv_bf16_avx2(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
     gpt2c_ref_attention_kv_bf16_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
@@ -139,6 +140,7 @@ static void cpu_attention_kv_range(float *out, const float *q, size_t qstride, c
                                    const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1) {
 #if defined(__x86_64__)
     if (use_avx512 && gpt2c_cpu_flash_attention_avx512(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
+    if (use_avx2 && gpt2c_cpu_attention_kv_avx2(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1)) return;
 #endif
     gpt2c_ref_attention_kv_range(out, q, qstride, kc, vc, pos, B, Tq, ctx, C, NH, t0, t1);
 }
@@ -154,7 +156,7 @@ static void cpu_infer_prepare(int bf16) {
 
 void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
-    use_avx2_gemm = gpt2c_cpu_isa() == GPT2C_ISA_AVX2;
+    use_avx2 = gpt2c_cpu_isa() == GPT2C_ISA_AVX2;
     k->matmul_infer_range = cpu_matmul_infer_range;
     /* the fp32-panel bf16 GEMM (no AVX512_BF16) reads its input in place as
      * swapped fp32 rows; the others pack bf16 rows */

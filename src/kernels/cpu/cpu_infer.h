@@ -9,6 +9,13 @@
 
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1);
+/* Attention over the KV cache on AVX2 + FMA (attention_kv_avx2.c: two passes
+ * per query in fp32; call only when the CPU has them); 0 without memory for
+ * its score row (then the caller falls back). */
+int gpt2c_cpu_attention_kv_avx2(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
+                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
+int gpt2c_cpu_attention_kv_bf16_avx2(float *out, const float *q, size_t qstride, const uint16_t *kc, const uint16_t *vc,
+                                     const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 /* The few-row (decode) matmul on AVX2 + FMA (cpu_infer_avx2.c; call only when the CPU has them). */
 void gpt2c_cpu_infer_matmul_avx2(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                                  int act, int o0, int o1);
