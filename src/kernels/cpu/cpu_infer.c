@@ -41,11 +41,10 @@ static void matmul_portable(float *out, const float *inp, const float *w, const 
         }
 }
 
+#if defined(__x86_64__)
 /* Many rows (prefill) without AVX-512: the fp32 GEMM's AVX2 kernel on the
  * range's weight rows (the dot-product loop above ran a 128-token prefill at
  * 1/4 the speed), then the GELU on the finished rows. */
-enum { GEMM_MIN_ROWS = 24 }; /* as cpu_infer_avx512.c's PACKED_MIN_ROWS */
-
 static void matmul_gemm_avx2(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1) {
     gpt2c_cpu_gemm(GPT2C_ISA_AVX2, N, o1 - o0, IC, inp, IC, 1, w + (size_t)o0 * IC, 1, IC, out + o0, OC,
@@ -55,6 +54,7 @@ static void matmul_gemm_avx2(float *out, const float *inp, const float *w, const
         for (int n = 0; n < N; n++) k->gelu_forward(out + (size_t)n * OC + o0, out + (size_t)n * OC + o0, (size_t)(o1 - o0));
     }
 }
+#endif
 
 /* f32 weights, bf16 ones (infer_bf16.h), and the block-quantized ones
  * through the fused dequantize-and-multiply kernels of src/quant (the
@@ -81,14 +81,11 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
         gpt2c_cpu_infer_matmul_avx512(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
-#endif
-    if (use_avx2 && N >= GEMM_MIN_ROWS && o1 > o0) {
-        matmul_gemm_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
-        return;
-    }
-#if defined(__x86_64__)
-    if (use_avx2) { /* few rows */
-        gpt2c_cpu_infer_matmul_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
+    if (use_avx2) {
+        if (N >= GPT2C_CPU_INFER_GEMM_ROWS)
+            matmul_gemm_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
+        else
+            gpt2c_cpu_infer_matmul_avx2(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
 #endif

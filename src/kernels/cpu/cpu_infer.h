@@ -16,6 +16,10 @@ int gpt2c_cpu_attention_kv_avx2(float *out, const float *q, size_t qstride, cons
                                 const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 int gpt2c_cpu_attention_kv_bf16_avx2(float *out, const float *q, size_t qstride, const uint16_t *kc, const uint16_t *vc,
                                      const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
+/* From this many rows an fp32 inference matmul runs the fp32 GEMM (its
+ * packing is amortized over the rows), below it the dot-product kernels;
+ * on AVX-512 and on AVX2 alike. */
+enum { GPT2C_CPU_INFER_GEMM_ROWS = 24 };
 /* The few-row (decode) matmul on AVX2 + FMA (cpu_infer_avx2.c; call only when the CPU has them). */
 void gpt2c_cpu_infer_matmul_avx2(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                                  int act, int o0, int o1);

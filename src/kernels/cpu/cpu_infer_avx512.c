@@ -98,7 +98,6 @@ static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float 
  * between K blocks, whatever the tuned block size), so prefill's bits did
  * not change when it took over;
  * the GELU (gelu512) is applied to the finished rows. */
-enum { PACKED_MIN_ROWS = 24 }; /* from this many rows the GEMM wins (its packing is amortized over the rows) */
 
 static void matmul_gemm(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC, int act,
                         int o0, int o1) {
@@ -115,7 +114,7 @@ static void matmul_gemm(float *out, const float *inp, const float *w, const floa
  * inputs stay in L2 across the range's tiles. */
 void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC,
                              int act, int o0, int o1) {
-    if (N >= PACKED_MIN_ROWS) {
+    if (N >= GPT2C_CPU_INFER_GEMM_ROWS) {
         matmul_gemm(out, inp, w, bias, N, IC, OC, act, o0, o1);
         return;
     }
