@@ -1,7 +1,7 @@
 /* Flash attention (forward) over the KV cache for inference, AVX-512: the
  * queries of one head in blocks of up to 4, the keys in tiles of 256; per tile
  * the block's scores (at most 4 x 256, computed 64 keys at a time in
- * registers), their running maximum m and sum l per query (online softmax),
+ * registers; 128 for 2 queries, 256 for one), their running maximum m and sum l per query (online softmax),
  * and the output accumulator O (4 x head size) rescaled by e^(m_old - m_new)
  * before the tile's P V is added.  Scratch is those few KiB whatever the
  * context: no score row, no T x T matrix, no context limit.  (Tiles of 64
@@ -24,6 +24,11 @@
 
 #define FLASH_INLINE static inline __attribute__((always_inline))
 enum { KT = 256, QB = 4, MAX_HS = 256 };
+/* Decode (one query) streams the cache once from memory, and the hardware
+ * prefetcher does not follow the score pass's walk down the transposed keys'
+ * rows: the keys KPF_ROWS channel rows ahead and the values VPF_KEYS keys
+ * ahead are prefetched in software. */
+enum { KPF_ROWS = 4, VPF_KEYS = 16 };
 
 static inline __mmask16 lanes(int k) {
     return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
@@ -44,6 +49,8 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
     float p[QB][KT] __attribute__((aligned(64)));
     float m[QB], l[QB], f[QB];
     const int n = n0 + Q - 1;
+    const int NV = Q == 1 ? 16 : Q == 2 ? 8 : 4; /* score vectors per query and pass: at most 16 accumulators */
+    const size_t esz = bf16 ? 2 : 4;
     const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)hs));
     for (int qi = 0; qi < Q; qi++) {
         m[qi] = -INFINITY, l[qi] = 0.0f;
@@ -51,30 +58,35 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
     }
     for (int j0 = 0; j0 < n; j0 += KT) {
         const int kt = n - j0 < KT ? n - j0 : KT; /* keys of the block's last query in this tile */
-        /* S = q K^T for this tile, 64 keys at a time (K is stored transposed: row i holds channel i of every key) */
-        for (int jb = 0; jb < kt; jb += 64) {
-            __m512 s[QB][4];
-            __mmask16 mt[4];
-            for (int c = 0; c < 4; c++) mt[c] = lanes(kt - jb - 16 * c);
+        /* S = q K^T for this tile, NV x 16 keys at a time (K is stored transposed: row i holds channel i of
+         * every key); one query (decode) takes 256 keys per pass, so each channel row is read in runs of 8
+         * (bf16) or 16 (fp32) cache lines rather than 2 or 4 */
+        for (int jb = 0; jb < kt; jb += 16 * NV) {
+            __m512 s[QB][16];
+            __mmask16 mt[16];
+            for (int c = 0; c < NV; c++) mt[c] = lanes(kt - jb - 16 * c);
+            const int nv = kt - jb >= 16 * NV ? NV : (kt - jb + 15) / 16; /* vectors holding keys */
 #pragma GCC unroll 4
             for (int qi = 0; qi < Q; qi++)
-                for (int c = 0; c < 4; c++) s[qi][c] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+                for (int c = 0; c < NV; c++) s[qi][c] = _mm512_setzero_ps();
             for (int i = 0; i < hs; i++) {
                 const size_t kr = (size_t)i * ctx + j0 + jb;
-                const __m512 k0 = load16(K, kr, mt[0], bf16), k1 = load16(K, kr + 16, mt[1], bf16);
-                const __m512 k2 = load16(K, kr + 32, mt[2], bf16), k3 = load16(K, kr + 48, mt[3], bf16);
+                if (Q == 1) /* decode: the same keys of channel row i + KPF_ROWS into L1 */
+                    for (int c = 0; c < nv * 16; c += 64 / esz)
+                        _mm_prefetch((const char *)K + (kr + (size_t)KPF_ROWS * ctx + c) * esz, _MM_HINT_T0);
+#pragma GCC unroll 16
+                for (int c = 0; c < NV; c++) {
+                    if (c >= nv) break;
+                    const __m512 kv = load16(K, kr + 16 * c, mt[c], bf16);
 #pragma GCC unroll 4
-                for (int qi = 0; qi < Q; qi++) {
-                    const __m512 qb = _mm512_set1_ps(q[qi * ldq + i]);
-                    s[qi][0] = _mm512_fmadd_ps(qb, k0, s[qi][0]);
-                    s[qi][1] = _mm512_fmadd_ps(qb, k1, s[qi][1]);
-                    s[qi][2] = _mm512_fmadd_ps(qb, k2, s[qi][2]);
-                    s[qi][3] = _mm512_fmadd_ps(qb, k3, s[qi][3]);
+                    for (int qi = 0; qi < Q; qi++) s[qi][c] = _mm512_fmadd_ps(_mm512_set1_ps(q[qi * ldq + i]), kv, s[qi][c]);
                 }
             }
 #pragma GCC unroll 4
             for (int qi = 0; qi < Q; qi++)
-                for (int c = 0; c < 4; c++) _mm512_store_ps(&p[qi][jb + 16 * c], _mm512_mul_ps(s[qi][c], scale));
+#pragma GCC unroll 16
+                for (int c = 0; c < NV; c++) _mm512_store_ps(&p[qi][jb + 16 * c], _mm512_mul_ps(s[qi][c], scale));
         }
         /* online softmax: new maximum, the factor for what came before, p = e^(s - m) (0 beyond the query's keys) */
 #pragma GCC unroll 4
@@ -111,6 +123,9 @@ FLASH_INLINE void flash_block(float *o, size_t ldo, const float *q, size_t ldq, 
             }
             for (int j = 0; j < kt; j++) {
                 const size_t vr = (size_t)(j0 + j) * hs + c0;
+                if (Q == 1) /* decode: value row j + VPF_KEYS into L1 (the part this pass reads) */
+                    for (int c = 0; c < 64 && c < hs - c0; c += 64 / esz)
+                        _mm_prefetch((const char *)V + (vr + (size_t)VPF_KEYS * hs + c) * esz, _MM_HINT_T0);
                 const __m512 v0 = load16(V, vr, mc[0], bf16), v1 = load16(V, vr + 16, mc[1], bf16);
                 const __m512 v2 = load16(V, vr + 32, mc[2], bf16), v3 = load16(V, vr + 48, mc[3], bf16);
 #pragma GCC unroll 4
