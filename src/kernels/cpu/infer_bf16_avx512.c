@@ -60,13 +60,15 @@ ALWAYS_INLINE __m512 fold1(__m512 s, __m512 t) {
 
 /* 4 outputs (weight rows wr, IC apart) x RN rows (xb rows ld apart): out rows OC apart */
 ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const uint16_t *wr, int IC, const float *bias,
-                         int full, __mmask32 tail, const int RN, const int native) {
+                         int full, __mmask32 tail, const uint16_t *pf, const int RN, const int native) {
     __m512 acc[4][4]; /* [output][row] */
     for (int q = 0; q < 4; q++)
         for (int r = 0; r < 4; r++) acc[q][r] = _mm512_setzero_ps();
     for (int c = 0; c <= full; c++) {
         if (c == full && !tail) break;
         __m512i wv[4];
+        if (pf) /* the next tile's 4 rows (IC / 8 lines, contiguous after these): 4 lines per 32 channels */
+            for (int q = 0; q < 4; q++) _mm_prefetch((const char *)(pf + (size_t)(4 * c + q) * 32), _MM_HINT_T0);
         for (int q = 0; q < 4; q++)
             wv[q] = c < full ? _mm512_loadu_si512(wr + (size_t)q * IC + 32 * c)
                              : _mm512_maskz_loadu_epi16(tail, wr + (size_t)q * IC + 32 * c);
@@ -101,17 +103,19 @@ ALWAYS_INLINE void gemv(float *out, const uint16_t *xb, int ld, const uint16_t *
      * batch-1 decode at ~0.65x); the tiles pay from 4 rows on */
     for (; N >= 4 && o + 4 <= o1; o += 4) {
         const uint16_t *wr = w + (size_t)o * IC;
-        if (o + 8 <= o1)
+        if (native && o + 8 <= o1)
             for (int q = 0; q < 4; q++) _mm_prefetch((const char *)(wr + (4 + q) * (size_t)IC), _MM_HINT_T0);
         const float *b = bias ? bias + o : NULL;
         for (int n0 = 0; n0 < N; n0 += 4) {
             float *op = out + (size_t)n0 * OC + o;
             const uint16_t *x0 = xb + (size_t)n0 * ld;
+            /* emulated path: the first pass over the rows prefetches the next tile's (TILE_PF) */
+            const uint16_t *pf = !native && n0 == 0 && o + 8 <= o1 ? wr + 4 * (size_t)IC : NULL;
             switch (N - n0 < 4 ? N - n0 : 4) {
-            case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 4, native); break;
-            case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 3, native); break;
-            case 2: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 2, native); break;
-            default: tile4(op, OC, x0, ld, wr, IC, b, full, tail, 1, native); break;
+            case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 4, native); break;
+            case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 3, native); break;
+            case 2: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 2, native); break;
+            default: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 1, native); break;
             }
         }
     }
