@@ -1,12 +1,13 @@
 /* Flash attention (forward) over the KV cache for inference, AVX-512: the
  * queries of one head in blocks of up to 4, the keys in tiles of 256; per tile
- * the block's scores (at most 4 x 256, computed 64 keys at a time in
- * registers; 128 for 2 queries, 256 for one), their running maximum m and sum l per query (online softmax),
- * and the output accumulator O (4 x head size) rescaled by e^(m_old - m_new)
- * before the tile's P V is added.  Scratch is those few KiB whatever the
- * context: no score row, no T x T matrix, no context limit.  (Tiles of 64
- * measured 10-20% slower than the two-pass kernel: the per-tile reductions,
- * exponential and rescaling of O cost that much per 64 keys.)
+ * the block's scores (at most 4 x 256, computed in registers 64 keys at a
+ * time, 128 for 2 queries, 256 for one), their running maximum m and sum l
+ * per query (online softmax), and the output accumulator O (4 x head size)
+ * rescaled by e^(m_old - m_new) before the tile's P V is added.  Scratch is
+ * those few KiB whatever the context: no score row, no T x T matrix, no
+ * context limit.  (Tiles of 64 measured 10-20% slower than the two-pass
+ * kernel: the per-tile reductions, exponential and rescaling of O cost that
+ * much per 64 keys.)
  *
  * Every query's arithmetic is the same whichever block it is in: a tile that
  * lies wholly beyond a query's keys (the last tile of a block, for its earlier
