@@ -270,12 +270,16 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
     /* units (any split gives the same numbers): their count a multiple of the threads where it can be */
     /* A packed B block caps a unit's width; B read in place does not (then
-     * wide units reuse each A panel, packed or not, across more columns). */
+     * wide units reuse each A panel, packed or not, across more columns),
+     * nor does a packed A: each unit packs its own A block, so narrower
+     * units packed dout^T again per column group (dW of the MLP projection,
+     * 3072 wide: 6 times; full-width units 1.08-1.10x on it, Cascade Lake,
+     * 1 and 2 threads; B is packed panel by panel either way). */
     const int direct_b = csb == 1 && rsb <= DIRECT_B_MAX_LD, packs_a = rsa == 1 && csa != 1;
     int mc_max, nc_max;
     gpt2c_cpu_gemm_fp32_blocking(&mc_max, &nc_max);
     const int kcb = g_kc;
-    int cg = direct_b ? 1 : ceil_div(N, nc_max), rc = ceil_div(M, mc_max);
+    int cg = direct_b || packs_a ? 1 : ceil_div(N, nc_max), rc = ceil_div(M, mc_max);
     if (nth > 1 && (cg * rc) % nth) { /* e.g. the LM head: 25 units on 2 threads ran 13 + 12 */
         const int rows_ok = round_up(rc, nth) <= ceil_div(M, MR), cols_ok = round_up(cg, nth) <= ceil_div(N, NR);
         if (packs_a && rows_ok) /* split rows: each thread packs only its own A */
