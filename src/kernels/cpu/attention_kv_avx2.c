@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/vexp.h"
+#include "kernels/kv_task.h"
 
 static _Thread_local float *tl_s; /* one query's scores, then probabilities */
 static _Thread_local size_t tl_cap;
@@ -39,11 +40,10 @@ static inline __attribute__((always_inline)) int attend(float *out, const float 
     if (!tl_s) return 0; /* no memory: the caller falls back */
     float *s = tl_s;
     for (long task = t0; task < t1; task++) {
-        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
-        const float *qh = q + ((size_t)b * Tq + t) * qstride + h * hs;
-        const size_t K = ((size_t)b * NH + h) * hs * ctx; /* its keys (hs, ctx) start here */
-        const size_t V = ((size_t)b * NH + h) * ctx * hs; /* its values (ctx, hs) */
-        const int n = pos[b] + t + 1;                     /* keys 0 .. pos+t */
+        const gpt2c_kv_task tk = gpt2c_kv_task_at(task, Tq, NH, hs, ctx, C, qstride, pos);
+        const float *qh = q + tk.q;
+        const size_t K = tk.kv, V = tk.kv; /* its keys (hs, ctx) and values (ctx, hs) start here */
+        const int n = tk.n;
         memset(s, 0, sizeof(float) * (size_t)n);
         for (int i = 0; i < hs; i++) {
             const float qi = qh[i];
@@ -63,7 +63,7 @@ static inline __attribute__((always_inline)) int attend(float *out, const float 
             s[j] = vexp(s[j] - mx);
             sum += s[j];
         }
-        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
+        float *o = out + tk.o;
         memset(o, 0, sizeof(float) * (size_t)hs);
         for (int j = 0; j < n; j++) {
             const float p = s[j];

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/kernels.h"
+#include "kernels/kv_task.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -237,14 +238,14 @@ int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride,
     const int hs = C / NH;
     float s[4 * MAX_CTX] __attribute__((aligned(64)));
     for (long task = t0; task < t1;) {
-        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
-        long Q = Tq - t; /* queries left in this (b, h) */
+        const gpt2c_kv_task tk = gpt2c_kv_task_at(task, Tq, NH, hs, ctx, C, qstride, pos);
+        long Q = Tq - tk.t; /* queries left in this (b, h) */
         if (Q > t1 - task) Q = t1 - task;
         if (Q > 4) Q = 4;
-        const float *K = kc + ((size_t)b * NH + h) * hs * ctx, *V = vc + ((size_t)b * NH + h) * ctx * hs;
-        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
-        const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
-        const int n0 = pos[b] + t + 1;
+        const float *K = kc + tk.kv, *V = vc + tk.kv;
+        float *o = out + tk.o;
+        const float *qq = q + tk.q;
+        const int n0 = tk.n;
         switch (Q) {
         case 4: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 4); break;
         case 3: attend_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, s, 3); break;

@@ -22,6 +22,7 @@
 
 #include "kernels/cpu/avx512_exp.h"
 #include "kernels/cpu/cpu_infer.h"
+#include "kernels/kv_task.h"
 
 #define FLASH_INLINE static inline __attribute__((always_inline))
 enum { KT = 256, QB = 4, MAX_HS = 256 };
@@ -159,15 +160,14 @@ static inline __attribute__((always_inline)) void flash_tasks(float *out, const 
     const int hs = C / NH;
     const size_t esz = bf16 ? 2 : 4;
     for (long task = t0; task < t1;) {
-        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
-        long Q = Tq - t; /* queries left in this (b, h) */
+        const gpt2c_kv_task tk = gpt2c_kv_task_at(task, Tq, NH, hs, ctx, C, qstride, pos);
+        long Q = Tq - tk.t; /* queries left in this (b, h) */
         if (Q > t1 - task) Q = t1 - task;
         if (Q > QB) Q = QB;
-        const void *K = (const char *)kc + ((size_t)b * NH + h) * hs * ctx * esz;
-        const void *V = (const char *)vc + ((size_t)b * NH + h) * ctx * hs * esz;
-        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
-        const float *qq = q + ((size_t)b * Tq + t) * qstride + h * hs;
-        const int n0 = pos[b] + t + 1;
+        const void *K = (const char *)kc + tk.kv * esz, *V = (const char *)vc + tk.kv * esz;
+        float *o = out + tk.o;
+        const float *qq = q + tk.q;
+        const int n0 = tk.n;
         switch (Q) {
         case 4: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 4, bf16); break;
         case 3: flash_block(o, (size_t)C, qq, qstride, K, V, hs, ctx, n0, 3, bf16); break;

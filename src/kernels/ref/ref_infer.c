@@ -5,6 +5,7 @@
 
 #include "gpt2c/dtype.h"
 #include "kernels/ref/ref.h"
+#include "kernels/kv_task.h"
 
 /* element i of a KV cache of fp32 (bf16 = 0) or bf16 values, as a double */
 static inline double kv_at(const void *p, size_t i, int bf16) {
@@ -71,11 +72,10 @@ static void attention_kv(float *out, const float *q, size_t qstride, const void 
     const double scale = 1.0 / sqrt((double)hs);
     (void)B;
     for (long task = t0; task < t1; task++) {
-        const int t = (int)(task % Tq), h = (int)(task / Tq % NH), b = (int)(task / Tq / NH);
-        const float *qh = q + ((size_t)b * Tq + t) * qstride + h * hs;
-        const size_t K = ((size_t)b * NH + h) * hs * ctx; /* its keys (hs, ctx) start here */
-        const size_t V = ((size_t)b * NH + h) * ctx * hs; /* its values (ctx, hs) */
-        const int n = pos[b] + t + 1;                          /* keys 0 .. pos+t */
+        const gpt2c_kv_task tk = gpt2c_kv_task_at(task, Tq, NH, hs, ctx, C, qstride, pos);
+        const float *qh = q + tk.q;
+        const size_t K = tk.kv, V = tk.kv; /* its keys (hs, ctx) and values (ctx, hs) start here */
+        const int n = tk.n;
         /* softmax over j of s_j = q.k_j / sqrt(hs), two passes: max, then sum */
         double maxs = -INFINITY;
         for (int j = 0; j < n; j++) {
@@ -93,7 +93,7 @@ static void attention_kv(float *out, const float *q, size_t qstride, const void 
             sum += e;
             for (int i = 0; i < hs; i++) acc[i] += e * kv_at(vc, V + (size_t)j * hs + i, bf16);
         }
-        float *o = out + ((size_t)b * Tq + t) * C + h * hs;
+        float *o = out + tk.o;
         for (int i = 0; i < hs; i++) o[i] = (float)(acc[i] / sum);
     }
 }
