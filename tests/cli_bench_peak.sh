@@ -10,17 +10,17 @@ export XDG_CACHE_HOME="$D/cache"
 export GPT2C_PEAK_ARRAY_MIB=16 # the cache and labels are tested here, not the figures: keep it quick
 "$G" bench peak --threads 1 --runs 1 > "$D/a.txt" || fail "bench peak"
 cat "$D/a.txt"
-for l in "read bw" "scale bw" "triad bw" "memory bw" "build " "fp32 avx512\|fp32 avx2\|fp32 scalar"; do
+for l in "read bw" "scale bw" "triad bw" "update bw" "memory bw" "build " "fp32 avx512\|fp32 avx2\|fp32 scalar"; do
   grep -q "$l" "$D/a.txt" || fail "no '$l' line"
 done
 # the memory ceiling is the best of the three streams
-awk '/^(read|scale|triad) bw/ {if ($3 > m) m = $3} /^memory bw/ {c = $3} END {exit !(c == m && c > 0)}' "$D/a.txt" \
-  || fail "memory bw is not the best of read/scale/triad"
+awk '/^(read|scale|triad|update) bw/ {if ($3 > m) m = $3} /^memory bw/ {c = $3} END {exit !(c == m && c > 0)}' "$D/a.txt" \
+  || fail "memory bw is not the best of read/scale/triad/update"
 case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
 F="$XDG_CACHE_HOME/gpt2c/peak.json"
 grep -q "measured, cached" "$D/a.txt" || fail "first run not cached"
-grep -q '"version": 3' "$F" || fail "cache version"
-for k in '"build"' '"read"' '"scale"' '"triad"' '"bandwidth_threads"' '"signature"'; do grep -q "$k" "$F" || fail "cache lacks $k"; done
+grep -q '"version": 4' "$F" || fail "cache version"
+for k in '"build"' '"read"' '"scale"' '"triad"' '"update"' '"bandwidth_threads"' '"signature"'; do grep -q "$k" "$F" || fail "cache lacks $k"; done
 "$G" bench peak --threads 1 --runs 1 > "$D/b.txt" || fail "second run"
 grep -q "^source     cache" "$D/b.txt" || fail "second run did not read the cache"
 # an entry from another build (say an ASan one) must not be used
@@ -28,8 +28,13 @@ sed -i 's/"build": "[^"]*"/"build": "OtherBuild+asan"/' "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/c.txt" || fail "third run"
 grep -q "measured, cached" "$D/c.txt" || fail "an entry of another build was used"
 [ "$(grep -c '"build"' "$F")" = 2 ] || fail "entries of two builds expected in the cache"
+# a cache of the previous version (no "update" stream) is re-measured, not read
+sed -i 's/"version": 4/"version": 3/' "$F"
+"$G" bench peak --threads 1 --runs 1 > "$D/v.txt" || fail "old-version cache"
+grep -q "measured, cached" "$D/v.txt" || fail "a version-3 cache was read"
+grep -q '"version": 4' "$F" || fail "old-version cache not replaced"
 # a corrupt cache is replaced, not fatal
-echo '{"version": 3, "entries": [' > "$F"
+echo '{"version": 4, "entries": [' > "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/d.txt" || fail "corrupt cache"
 grep -q "measured, cached" "$D/d.txt" || fail "corrupt cache not replaced"
 echo "OK"

@@ -30,7 +30,8 @@ typedef struct gpt2c_peak {
     double read_gbs;  /* read stream (a sum): the bound of decode, which streams the weights */
     double scale_gbs; /* dst = s*src: bytes read + written */
     double triad_gbs; /* dst = a + s*b: bytes read + written */
-    double mem_gbs;   /* the memory ceiling: the best of the three (rooflines, % of peak bandwidth) */
+    double update_gbs; /* x = s*x in place (AdamW's pattern): bytes read + written */
+    double mem_gbs;   /* the memory ceiling: the best of the four (rooflines, % of peak bandwidth) */
     int bw_threads;   /* threads the bandwidth probes ran on */
     int bw_mib;       /* MiB per probe array */
     char build[64];   /* the build these were measured with (part of the cache key): type, sanitizers */

@@ -30,7 +30,8 @@ int bench_peak(int argc, char **argv) {
     printf("read bw    %10.1f GB/s  (read stream, a sum: bounds decode)\n", p.read_gbs);
     printf("scale bw   %10.1f GB/s  (dst = s*src, bytes read + written)\n", p.scale_gbs);
     printf("triad bw   %10.1f GB/s  (dst = a + s*b, bytes read + written)\n", p.triad_gbs);
-    printf("memory bw  %10.1f GB/s  (the best of the three: the roofline's memory ceiling; %d threads, %d MiB arrays)\n",
+    printf("update bw  %10.1f GB/s  (x = s*x in place, as AdamW: bytes read + written)\n", p.update_gbs);
+    printf("memory bw  %10.1f GB/s  (the best of the four: the roofline's memory ceiling; %d threads, %d MiB arrays)\n",
            p.mem_gbs, p.bw_threads, p.bw_mib);
     printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.mem_gbs, p.best_isa);
     printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",

@@ -228,19 +228,19 @@ static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
 }
 
 #ifdef GPT2C_HAVE_JANSSON
-/* The cache: {"version":3,"entries":[{"signature":..,"threads":..,"build":..,
+/* The cache: {"version":4,"entries":[{"signature":..,"threads":..,"build":..,
  * "cpu":..,"fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,
- * "bandwidth_gbs":{"read":..,"scale":..,"triad":..},"bandwidth_threads":..,
+ * "bandwidth_gbs":{"read":..,"scale":..,"triad":..,"update":..},"bandwidth_threads":..,
  * "bandwidth_array_mib":..,"runs":..}, ...]}, keyed by signature, threads and
  * build.  A file of another version is replaced. */
-#define CACHE_VERSION 3
+#define CACHE_VERSION 4 /* 4: the "update" stream */
 static json_t *entry_json(const gpt2c_peak *p) {
     json_t *fma = json_object();
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
         if (p->fma_gflops[i] > 0) json_object_set_new(fma, gpt2c_isa_name((gpt2c_isa)i), json_real(p->fma_gflops[i]));
-    return json_pack("{s:s, s:i, s:s, s:s, s:o, s:f, s:{s:f, s:f, s:f}, s:i, s:i, s:i}", "signature", p->signature, "threads",
+    return json_pack("{s:s, s:i, s:s, s:s, s:o, s:f, s:{s:f, s:f, s:f, s:f}, s:i, s:i, s:i}", "signature", p->signature, "threads",
                      p->threads, "build", p->build, "cpu", p->cpu, "fma_gflops", fma, "bf16_gflops", p->bf16_gflops,
-                     "bandwidth_gbs", "read", p->read_gbs, "scale", p->scale_gbs, "triad", p->triad_gbs,
+                     "bandwidth_gbs", "read", p->read_gbs, "scale", p->scale_gbs, "triad", p->triad_gbs, "update", p->update_gbs,
                      "bandwidth_threads", p->bw_threads, "bandwidth_array_mib", p->bw_mib, "runs", p->runs);
 }
 
@@ -248,15 +248,13 @@ static int entry_parse(json_t *e, gpt2c_peak *p) {
     const char *sig = NULL, *cpu = "", *build = NULL;
     json_t *fma = NULL;
     memset(p, 0, sizeof *p);
-    if (json_unpack(e, "{s:s, s:i, s:s, s?s, s:o, s?F, s:{s:F, s:F, s:F}, s?i, s?i, s?i}", "signature", &sig, "threads",
+    if (json_unpack(e, "{s:s, s:i, s:s, s?s, s:o, s?F, s:{s:F, s:F, s:F, s:F}, s?i, s?i, s?i}", "signature", &sig, "threads",
                     &p->threads, "build", &build, "cpu", &cpu, "fma_gflops", &fma, "bf16_gflops", &p->bf16_gflops,
-                    "bandwidth_gbs", "read", &p->read_gbs, "scale", &p->scale_gbs, "triad", &p->triad_gbs,
+                    "bandwidth_gbs", "read", &p->read_gbs, "scale", &p->scale_gbs, "triad", &p->triad_gbs, "update", &p->update_gbs,
                     "bandwidth_threads", &p->bw_threads, "bandwidth_array_mib", &p->bw_mib, "runs", &p->runs) != 0 ||
         !json_is_object(fma))
         return 0;
-    p->mem_gbs = p->read_gbs;
-    if (p->scale_gbs > p->mem_gbs) p->mem_gbs = p->scale_gbs;
-    if (p->triad_gbs > p->mem_gbs) p->mem_gbs = p->triad_gbs;
+    gpt2c_peak_set_mem(p);
     snprintf(p->signature, sizeof p->signature, "%s", sig);
     snprintf(p->build, sizeof p->build, "%s", build);
     snprintf(p->cpu, sizeof p->cpu, "%s", cpu);
@@ -269,7 +267,7 @@ static int entry_parse(json_t *e, gpt2c_peak *p) {
             p->best_isa = gpt2c_isa_name((gpt2c_isa)i);
         }
     }
-    return p->gflops > 0 && p->read_gbs > 0 && p->scale_gbs > 0 && p->triad_gbs > 0;
+    return p->gflops > 0 && p->read_gbs > 0 && p->scale_gbs > 0 && p->triad_gbs > 0 && p->update_gbs > 0;
 }
 
 static json_t *cache_load(const char *path) {

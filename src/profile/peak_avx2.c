@@ -48,6 +48,12 @@ void gpt2c_peak_scale_avx2(float *dst, const float *src, float s, size_t n) {
         for (int v = 0; v < 8; v++) _mm256_store_ps(dst + i + 8 * v, _mm256_mul_ps(vs, _mm256_load_ps(src + i + 8 * v)));
 }
 
+void gpt2c_peak_update_avx2(float *x, float s, size_t n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 8; v++) _mm256_store_ps(x + i + 8 * v, _mm256_mul_ps(vs, _mm256_load_ps(x + i + 8 * v)));
+}
+
 void gpt2c_peak_triad_avx2(float *dst, const float *a, const float *b, float s, size_t n) {
     const __m256 vs = _mm256_set1_ps(s);
     for (size_t i = 0; i < n; i += 64)

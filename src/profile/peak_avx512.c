@@ -56,6 +56,14 @@ void gpt2c_peak_scale_avx512(float *dst, const float *src, float s, size_t n) {
         for (int v = 0; v < 4; v++) _mm512_store_ps(dst + i + 16 * v, _mm512_mul_ps(vs, _mm512_load_ps(src + i + 16 * v)));
 }
 
+/* x = s * x in place: every line read is written back, so no hidden
+ * write-allocate read (the pattern of AdamW and the in-place residuals). */
+void gpt2c_peak_update_avx512(float *x, float s, size_t n) {
+    const __m512 vs = _mm512_set1_ps(s);
+    for (size_t i = 0; i < n; i += 64)
+        for (int v = 0; v < 4; v++) _mm512_store_ps(x + i + 16 * v, _mm512_mul_ps(vs, _mm512_load_ps(x + i + 16 * v)));
+}
+
 void gpt2c_peak_triad_avx512(float *dst, const float *a, const float *b, float s, size_t n) {
     const __m512 vs = _mm512_set1_ps(s);
     for (size_t i = 0; i < n; i += 64)
