@@ -8,6 +8,7 @@
  *
  * Shapes as in kernels.h: N = B*T rows, C channels, NH heads, hs = C/NH. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/bf16.h"
