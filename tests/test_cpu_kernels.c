@@ -171,6 +171,15 @@ static void test_attention(int B, int T, int C, int NH) {
     check(what, out[0], out[1], a.out_r, a.no, 4e-6 * (4 + sqrt((double)T)));
     snprintf(what, sizeof what, "attention bwd B=%d T=%d C=%d NH=%d", B, T, C, NH);
     check(what, dq[0], dq[1], a.dq_r, a.nq, 1e-5 * (4 + sqrt((double)T)));
+    /* without the per-thread pair buffer (as when it cannot be allocated):
+     * tile by tile copies and dQ accumulated in place, the same bits */
+    float *out_nb, *dq_nb;
+    setenv("GPT2C_ATT_NO_PAIR_BUFFER", "1", 1);
+    att_run(&a, 0, 2, &out_nb, &dq_nb);
+    unsetenv("GPT2C_ATT_NO_PAIR_BUFFER");
+    CHECK_MSG(memcmp(out_nb, out[1], 4 * a.no) == 0 && memcmp(dq_nb, dq[1], 4 * a.nq) == 0,
+              "[%s] attention B=%d T=%d C=%d NH=%d: the no-pair-buffer path differs", g_isa, B, T, C, NH);
+    free(out_nb), free(dq_nb);
     att_case_free(&a);
     for (int t = 0; t < 2; t++) free(out[t]), free(dq[t]);
 }

@@ -7,13 +7,14 @@
  * small zero-padded buffers on the stack.  Within a pair the tile order is
  * fixed, so results do not depend on the thread count.
  *
- * Every operand the kernel reads as B (V in the forward; Q, dO and K in the
- * backward) is first copied into a contiguous tile: in place its rows are
- * 3C or C floats apart (9 or 3 KiB for GPT-2 124M), so every fourth row
- * falls in the same four L1 sets and a 48-64 row tile (4 lines a row) needs
- * 12-16 ways of an 8-way L1: it missed on every pass.  The copies cost less
- * than they save (Cascade Lake, 2 threads, B=4 T=1024: forward 0.94x,
- * backward 0.88x) and do not change a sum.
+ * No operand is read in place: in qkv its rows are 3C or C floats apart (9
+ * or 3 KiB for GPT-2 124M), so every fourth row falls in the same four L1
+ * sets and a 48-64 row tile (4 lines a row) needs 12-16 ways of an 8-way
+ * L1: it missed on every pass.  Each pair's K and V (forward), Q and dO
+ * (backward) are copied once into contiguous rows, dQ accumulates in
+ * contiguous rows and is stored at the end, and the backward's K tile is
+ * copied per tile.  Same sums; Cascade Lake, 2 threads, B=4 T=1024: forward
+ * 0.90x, backward 0.71x (T=256: backward 0.88x).
  *
  * state = log-sum-exp lse_t = m_t + log l_t per query (B,NH,T), with
  * s_tj = q_t.k_j / sqrt(hs), m_t = max_j s_tj, l_t = sum_j exp(s_tj - m_t). */
@@ -131,19 +132,21 @@ static void att_row_dots(float *D, const float *g, const float *o, long ld, int 
     }
 }
 
-/* dQ of the pair being differentiated, T x hs contiguous (per thread, grown
- * as needed): accumulated in place in dqkv, its rows 3C apart, dQ missed L1
- * on each of the T/ATT_BK passes over it (backward 0.87x with it here). */
-static _Thread_local float *tl_dq;
-static _Thread_local size_t tl_dq_cap;
+/* Per-thread buffer for the (batch, head) pair being worked on, grown as
+ * needed: the forward's K and V rows, the backward's Q and dO rows and its
+ * dQ accumulator, all contiguous.  NULL if it cannot be had: the tiles are
+ * then copied one by one and dQ accumulates in dqkv (the same sums). */
+static _Thread_local float *tl_pair;
+static _Thread_local size_t tl_pair_cap;
 
-static float *att_dq_buffer(size_t n) {
-    if (tl_dq_cap < n) {
-        free(tl_dq);
-        tl_dq = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-        tl_dq_cap = tl_dq ? n : 0;
+static float *att_pair_buffer(size_t n) {
+    if (getenv("GPT2C_ATT_NO_PAIR_BUFFER")) return NULL; /* tests: the fallback's bits */
+    if (tl_pair_cap < n) {
+        free(tl_pair);
+        tl_pair = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+        tl_pair_cap = tl_pair ? n : 0;
     }
-    return tl_dq;
+    return tl_pair;
 }
 
 static size_t attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
@@ -178,6 +181,14 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
         memset(st, 0, sizeof st); /* columns past those computed stay zero: P^T is read up to fqp */
         memset(vr, 0, sizeof vr);
+        /* the pair's K rows (zero rows up to Tm) and V rows (zero-padded to hsp), copied once */
+        const int Tm = att_up(T, MR);
+        float *kc = att_pair_buffer((size_t)Tm * hs + (size_t)T * hsp), *vc = kc ? kc + (size_t)Tm * hs : NULL;
+        if (kc) {
+            att_copy_rows(kc, hs, kb, C3, T, Tm, hs);
+            if (hsp != hs) memset(vc, 0, sizeof(float) * T * hsp);
+            att_copy_rows(vc, hsp, vb, C3, T, T, hs);
+        }
         for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
             const int qn = att_min(T - i0, ATT_FQ), nq = att_up(qn, NR), mq = att_up(qn, MR);
             att_transpose(qt, ATT_FQ, qb + (size_t)i0 * C3, C3, qn, nq, hs);
@@ -187,9 +198,9 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
             for (int j0 = 0; j0 < jend; j0 += ATT_FK) {
                 const int jn = att_min(jend - j0, ATT_FK), mk = att_up(jn, MR);
                 const int diag = j0 + jn - 1 > i0; /* some key after some query: mask */
-                const float *ka = kb + (size_t)j0 * C3; /* in place when no padding rows are needed */
-                long lda = C3;
-                if (mk != jn) {
+                const float *ka = kc ? kc + (size_t)j0 * hs : kb + (size_t)j0 * C3;
+                long lda = kc ? hs : C3;
+                if (!kc && mk != jn) { /* padding rows needed */
                     att_copy_rows(kr, hs, ka, C3, jn, mk, hs);
                     ka = kr, lda = hs;
                 }
@@ -202,8 +213,9 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
                     for (int i = 0; i < hs; i++) orow[i] *= cr;
                 }
                 /* O += P V over the jn keys of the tile */
-                att_copy_rows(vr, hsp, vb + (size_t)j0 * C3, C3, jn, jn, hs);
-                att_gemm(kk, mq, hsp, jn, st, 1, ldq, vr, hsp, o, hsp, 1);
+                const float *va = vc ? vc + (size_t)j0 * hsp : vr;
+                if (!vc) att_copy_rows(vr, hsp, vb + (size_t)j0 * C3, C3, jn, jn, hs);
+                att_gemm(kk, mq, hsp, jn, st, 1, ldq, va, hsp, o, hsp, 1);
             }
             for (int r = 0; r < qn; r++) {
                 const float inv = 1.0f / l[r], *orow = o + (size_t)r * hsp;
@@ -249,12 +261,20 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         memset(qr, 0, sizeof qr);
         memset(gr, 0, sizeof gr);
         memset(kr, 0, sizeof kr);
-        /* dQ accumulates in a contiguous buffer (in dqkv if none can be had: the same sums) */
-        float *dqa = att_dq_buffer((size_t)T * hs);
-        const long lddq = dqa ? hs : C3;
-        if (dqa) memset(dqa, 0, sizeof(float) * T * hs);
-        else dqa = dqb;
-        for (int t = 0; t < T && dqa == dqb; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
+        /* dQ accumulates in a contiguous buffer, beside the pair's Q and dO rows
+         * (zero-padded to Tm rows, hsp columns), copied once */
+        const int Tm = att_up(T, MR);
+        float *pair = att_pair_buffer((size_t)T * hs + (size_t)2 * Tm * hsp);
+        float *dqa = pair ? pair : dqb, *qc = pair ? pair + (size_t)T * hs : NULL, *gc = qc ? qc + (size_t)Tm * hsp : NULL;
+        const long lddq = pair ? hs : C3;
+        if (pair) {
+            memset(dqa, 0, sizeof(float) * T * hs);
+            if (hsp != hs) memset(qc, 0, sizeof(float) * 2 * Tm * hsp);
+            att_copy_rows(qc, hsp, qb, C3, T, Tm, hs);
+            att_copy_rows(gc, hsp, gb, C, T, Tm, hs);
+        } else {
+            for (int t = 0; t < T; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
+        }
         float Dall[T]; /* D_t = dO_t . out_t, once per pair (each key tile's blocks reread it) */
         att_row_dots(Dall, gb, ob, C, T, hs);
         for (int j0 = 0; j0 < T; j0 += ATT_BK) {
@@ -267,13 +287,16 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
             for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
                 const int qn = att_min(T - i0, ATT_BQ), mq = att_up(qn, MR);
                 const int diag = j0 + jn - 1 > i0;
-                att_copy_rows(qr, hsp, qb + (size_t)i0 * C3, C3, qn, mq, hs);
-                att_copy_rows(gr, hsp, gb + (size_t)i0 * C, C, qn, mq, hs);
-                att_gemm(kk, mq, ATT_BK, hs, qr, hsp, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
-                att_gemm(kk, mq, ATT_BK, hs, gr, hsp, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
+                const float *qa = qc ? qc + (size_t)i0 * hsp : qr, *ga = gc ? gc + (size_t)i0 * hsp : gr;
+                if (!qc) {
+                    att_copy_rows(qr, hsp, qb + (size_t)i0 * C3, C3, qn, mq, hs);
+                    att_copy_rows(gr, hsp, gb + (size_t)i0 * C, C, qn, mq, hs);
+                }
+                att_gemm(kk, mq, ATT_BK, hs, qa, hsp, 1, kt, ATT_BK, ps, ldk, 0); /* S / scale */
+                att_gemm(kk, mq, ATT_BK, hs, ga, hsp, 1, vt, ATT_BK, ds, ldk, 0); /* dP */
                 att_probs_dscores(ps, ds, ldk, mq, qn, jn, i0, j0, diag, lse + i0, Dall + i0, scale);
-                att_gemm(kk, mk, hsp, qn, ps, 1, ldk, gr, hsp, dva, hsp, 1); /* dV += P^T dO */
-                att_gemm(kk, mk, hsp, qn, ds, 1, ldk, qr, hsp, dka, hsp, 1); /* dK += dS^T Q */
+                att_gemm(kk, mk, hsp, qn, ps, 1, ldk, ga, hsp, dva, hsp, 1); /* dV += P^T dO */
+                att_gemm(kk, mk, hsp, qn, ds, 1, ldk, qa, hsp, dka, hsp, 1); /* dK += dS^T Q */
                 att_gemm(kk, mq, hsp, jn, ds, ldk, 1, kr, hsp, tmp, hsp, 0);   /* dS K */
                 for (int r = 0; r < qn; r++) {
                     float *dq = dqa + (size_t)(i0 + r) * lddq;
@@ -295,6 +318,6 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
                 }
             }
         }
-        for (int t = 0; t < T && dqa != dqb; t++) memcpy(dqb + (size_t)t * C3, dqa + (size_t)t * hs, sizeof(float) * hs);
+        for (int t = 0; t < T && pair; t++) memcpy(dqb + (size_t)t * C3, dqa + (size_t)t * hs, sizeof(float) * hs);
     }
 }
