@@ -8,6 +8,7 @@
  *
  * Shapes as in kernels.h: N = B*T rows, C channels, NH heads, hs = C/NH. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,22 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
     }
 }
 
+/* ---- column sums (weight and bias gradients) ------------------------------------ */
+
+/* Sums over rows of an (N, C) matrix, each column's in row order, are split by
+ * columns: this thread's share of the C columns, in whole 16-column groups,
+ * and within it chunks of at most COLSUM_CHUNK columns (accumulators in L1),
+ * each walking the rows once.  Strips of 64 columns walked the rows 64
+ * columns at a time (4 lines of each 3-12 KiB row: a stride the prefetchers
+ * do not follow across pages); the order of each column's sum is the same. */
+#define COLSUM_CHUNK 1024
+static inline void thread_columns(int C, int *c0, int *c1) {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads(), g = (C + 15) / 16;
+    const int a = 16 * (int)((long)g * t / nt), b = 16 * (int)((long)g * (t + 1) / nt);
+    *c0 = a < C ? a : C;
+    *c1 = b < C ? b : C;
+}
+
 /* ---- layernorm ---------------------------------------------------------------- */
 
 static inline void ln_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b, int C) {
@@ -110,10 +127,9 @@ static void residual_layernorm_forward(float *residual, float *out, float *mean,
 }
 
 /* Phase 1 (threads over rows): dx += rstd (g - mean(g) - xhat mean(g xhat)), g = dout w.
- * Phase 2 (threads over channel strips, rows in order): dw += sum xhat dout, db += sum dout. */
+ * Phase 2 (threads over channels, thread_columns; rows in order): dw += sum xhat dout, db += sum dout. */
 static void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                const float *w, const float *mean, const float *rstd, int N, int C) {
-    const int strips = (C + 63) / 64;
 #pragma omp parallel if ((size_t)N * C >= PAR_MIN)
     {
 #pragma omp for schedule(static)
@@ -133,10 +149,13 @@ static void layernorm_backward(float *dinp, float *dw, float *db, const float *d
             for (int i = 0; i < C; i++) dx[i] += r * (d[i] * w[i] - gm - (x[i] - m) * r * gxm);
         }
         if (dw || db) { /* NULL: a frozen tensor (the same for every thread) */
-#pragma omp for schedule(static)
-            for (int s = 0; s < strips; s++) {
-                const int c0 = s * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
-                float aw[64] = {0}, ab[64] = {0};
+            int t0, t1;
+            thread_columns(C, &t0, &t1);
+            for (int c0 = t0; c0 < t1; c0 += COLSUM_CHUNK) {
+                const int c1 = c0 + COLSUM_CHUNK < t1 ? c0 + COLSUM_CHUNK : t1;
+                float aw[COLSUM_CHUNK], ab[COLSUM_CHUNK];
+                memset(aw, 0, sizeof(float) * (c1 - c0));
+                memset(ab, 0, sizeof(float) * (c1 - c0));
                 for (int n = 0; n < N; n++) {
                     const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
                     const float m = mean[n], r = rstd[n];
@@ -185,17 +204,21 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
         if (dw) gpt2c_cpu_gemm(OPS_ISA, OC, IC, N, dout, 1, OC, inp, IC, 1, dw, IC, NULL, dw_acc);
     }
     if (!dbias) return;
-    const int strips = (OC + 63) / 64;
-#pragma omp parallel for schedule(static) if ((size_t)N * OC >= PAR_MIN)
-    for (int s = 0; s < strips; s++) { /* column sums, rows in order */
-        const int c0 = s * 64, c1 = c0 + 64 < OC ? c0 + 64 : OC;
-        float acc[64] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *d = dout + (size_t)n * OC;
+#pragma omp parallel if ((size_t)N * OC >= PAR_MIN)
+    { /* column sums, rows in order */
+        int t0, t1;
+        thread_columns(OC, &t0, &t1);
+        for (int c0 = t0; c0 < t1; c0 += COLSUM_CHUNK) {
+            const int c1 = c0 + COLSUM_CHUNK < t1 ? c0 + COLSUM_CHUNK : t1;
+            float acc[COLSUM_CHUNK];
+            memset(acc, 0, sizeof(float) * (c1 - c0));
+            for (int n = 0; n < N; n++) {
+                const float *d = dout + (size_t)n * OC;
 #pragma omp simd
-            for (int i = c0; i < c1; i++) acc[i - c0] += d[i];
+                for (int i = c0; i < c1; i++) acc[i - c0] += d[i];
+            }
+            for (int i = c0; i < c1; i++) dbias[i] += acc[i - c0];
         }
-        for (int i = c0; i < c1; i++) dbias[i] += acc[i - c0];
     }
 }
 
