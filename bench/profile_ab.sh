@@ -21,7 +21,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 ms = lambda x: x["ms"]["min"]
 row = {"step": ms(d["step"]), **{k: ms(v) for k, v in d["phases"].items() if k != "data"},
-       **{k: ms(d["ops"][k]) for k in ("adamw", "attention", "matmul_lmhead", "matmul_fc", "matmul_fcproj", "matmul_qkv")}}
+       **{k: ms(d["ops"][k]) for k in ("adamw", "attention", "layernorm", "matmul_lmhead", "matmul_fc", "matmul_fcproj", "matmul_qkv")}}
 print(json.dumps({"bin": sys.argv[2], "round": int(sys.argv[3]), **row}))
 PY
   done
