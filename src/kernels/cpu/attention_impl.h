@@ -38,15 +38,30 @@ static void att_gemm(const gemm_isa_kernel *kk, int M, int N, int K, const float
             kk->kern(K, A + (size_t)ir * rsa, rsa, csa, B + jr, ldb, C + (size_t)ir * ldc + jr, ldc, load_c, NULL);
 }
 
-/* dst[i*ldd + r] = src[r*lds + i] for r < n, i < hs; zero for n <= r < nn */
-static void att_transpose(float *dst, int ldd, const float *src, long lds, int n, int nn, int hs) {
-    for (int r = 0; r < nn; r++)
+#define ATT_PFR 8 /* source rows prefetched ahead by the copies: rows C or 3C apart, which the prefetchers do not follow */
+
+static inline void att_prefetch_row(const float *row, int hs) {
+    for (int i = 0; i < hs; i += 16) __builtin_prefetch(row + i);
+}
+
+/* dst[i*ldd + r] = src[r*lds + i] for r < n, i < hs; zero for n <= r < nn:
+ * the ISA's in-register transpose (the GEMM's B packing) where nn == ldd */
+static void att_transpose(const gemm_isa_kernel *kk, float *dst, int ldd, const float *src, long lds, int n, int nn,
+                          int hs) {
+    if (kk->pack_bt && nn == ldd) {
+        kk->pack_bt(dst, src, lds, n, hs, ldd);
+        return;
+    }
+    for (int r = 0; r < nn; r++) {
+        if (r + ATT_PFR < n) att_prefetch_row(src + (size_t)(r + ATT_PFR) * lds, hs);
         for (int i = 0; i < hs; i++) dst[(size_t)i * ldd + r] = r < n ? src[(size_t)r * lds + i] : 0.0f;
+    }
 }
 
 /* dst rows [r*ldd, +hs) = src rows [r*lds, +hs) for r < n; zero rows for n <= r < nn */
 static void att_copy_rows(float *dst, int ldd, const float *src, long lds, int n, int nn, int hs) {
     for (int r = 0; r < nn; r++) {
+        if (r + ATT_PFR < n) att_prefetch_row(src + (size_t)(r + ATT_PFR) * lds, hs);
         if (r < n)
             memcpy(dst + (size_t)r * ldd, src + (size_t)r * lds, sizeof(float) * hs);
         else
@@ -191,7 +206,7 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         }
         for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
             const int qn = att_min(T - i0, ATT_FQ), nq = att_up(qn, NR), mq = att_up(qn, MR);
-            att_transpose(qt, ATT_FQ, qb + (size_t)i0 * C3, C3, qn, nq, hs);
+            att_transpose(kk, qt, ATT_FQ, qb + (size_t)i0 * C3, C3, qn, nq, hs);
             for (int r = 0; r < ATT_FQ; r++) m[r] = -INFINITY, l[r] = 0.0f;
             memset(o, 0, sizeof(float) * mq * hsp);
             const int jend = i0 + qn; /* keys any query of the block sees */
@@ -279,8 +294,8 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         att_row_dots(Dall, gb, ob, C, T, hs);
         for (int j0 = 0; j0 < T; j0 += ATT_BK) {
             const int jn = att_min(T - j0, ATT_BK), mk = att_up(jn, MR);
-            att_transpose(kt, ATT_BK, kb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
-            att_transpose(vt, ATT_BK, vb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
+            att_transpose(kk, kt, ATT_BK, kb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
+            att_transpose(kk, vt, ATT_BK, vb + (size_t)j0 * C3, C3, jn, ATT_BK, hs);
             att_copy_rows(kr, hsp, kb + (size_t)j0 * C3, C3, jn, jn, hs);
             memset(dka, 0, sizeof(float) * mk * hsp);
             memset(dva, 0, sizeof(float) * mk * hsp);
