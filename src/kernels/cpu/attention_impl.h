@@ -197,7 +197,6 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         float o[fqp * hsp];                        /* unnormalised output rows */
         float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
         memset(st, 0, sizeof st); /* columns past those computed stay zero: P^T is read up to fqp */
-        memset(vr, 0, sizeof vr);
         /* the pair's K rows (zero rows up to Tm) and V rows (zero-padded to hsp), copied once */
         const int Tm = att_up(T, MR);
         float *kc = att_pair_buffer((size_t)Tm * hs + (size_t)T * hsp), *vc = kc ? kc + (size_t)Tm * hs : NULL;
@@ -205,6 +204,8 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
             att_copy_rows(kc, hs, kb, C3, T, Tm, hs);
             if (hsp != hs) memset(vc, 0, sizeof(float) * T * hsp);
             att_copy_rows(vc, hsp, vb, C3, T, T, hs);
+        } else {
+            memset(vr, 0, sizeof vr);
         }
         for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
             const int qn = att_min(T - i0, ATT_FQ), nq = att_up(qn, NR), mq = att_up(qn, MR);
@@ -275,8 +276,6 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         float tmp[ATT_BQ * hsp];
         memset(ps, 0, sizeof ps); /* columns past ATT_BK stay zero: read up to bkp */
         memset(ds, 0, sizeof ds);
-        memset(qr, 0, sizeof qr);
-        memset(gr, 0, sizeof gr);
         memset(kr, 0, sizeof kr);
         /* dQ accumulates in a contiguous buffer, beside the pair's Q and dO rows
          * (zero-padded to Tm rows, hsp columns), copied once */
@@ -290,6 +289,8 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
             att_copy_rows(qc, hsp, qb, C3, T, Tm, hs);
             att_copy_rows(gc, hsp, gb, C, T, Tm, hs);
         } else {
+            memset(qr, 0, sizeof qr);
+            memset(gr, 0, sizeof gr);
             for (int t = 0; t < T; t++) memset(dqb + (size_t)t * C3, 0, sizeof(float) * hs);
         }
         float Dall[T]; /* D_t = dO_t . out_t, once per pair (each key tile's blocks reread it) */
