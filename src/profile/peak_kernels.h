@@ -24,12 +24,12 @@ float gpt2c_peak_sum_avx2(const float *x, size_t n);
  * ("triad": two read streams, one write); n a multiple of 64, arrays 64-byte aligned. */
 void gpt2c_peak_scale_avx512(float *dst, const float *src, float s, size_t n);
 void gpt2c_peak_scale_avx2(float *dst, const float *src, float s, size_t n);
+void gpt2c_peak_triad_avx512(float *dst, const float *a, const float *b, float s, size_t n);
+void gpt2c_peak_triad_avx2(float *dst, const float *a, const float *b, float s, size_t n);
 /* x = s * x in place ("update": one stream read and written back, as AdamW's
  * tensors are; no write-allocate read), n a multiple of 64, 64-byte aligned. */
 void gpt2c_peak_update_avx512(float *x, float s, size_t n);
 void gpt2c_peak_update_avx2(float *x, float s, size_t n);
-void gpt2c_peak_triad_avx512(float *dst, const float *a, const float *b, float s, size_t n);
-void gpt2c_peak_triad_avx2(float *dst, const float *a, const float *b, float s, size_t n);
 
 /* peak_bw.c: fills read_gbs, scale_gbs, triad_gbs, update_gbs, mem_gbs, bw_threads, bw_mib
  * (all cores; median of `runs`). */

@@ -157,7 +157,6 @@ static _Thread_local float *tl_pair;
 static _Thread_local size_t tl_pair_cap;
 
 static float *att_pair_buffer(size_t n) {
-    if (getenv("GPT2C_ATT_NO_PAIR_BUFFER")) return NULL; /* tests: the fallback's bits */
     if (tl_pair_cap < n) {
         free(tl_pair);
         tl_pair = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -165,6 +164,10 @@ static float *att_pair_buffer(size_t n) {
     }
     return tl_pair;
 }
+
+/* GPT2C_ATT_NO_PAIR_BUFFER set: no pair buffer (tests: the fallback's bits);
+ * read once per call, outside the parallel loop */
+static int att_use_pair_buffer(void) { return getenv("GPT2C_ATT_NO_PAIR_BUFFER") == NULL; }
 
 static size_t attention_state_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 static size_t attention_scratch_floats(int B, int T, int NH) {
@@ -186,6 +189,7 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
     const int fqp = att_up(ATT_FQ, MR);                 /* O rows computed at most */
     const int ldq = att_up(fqp, 16);                    /* row length of S^T: >= fqp, P^T read as A */
     const float scale = 1.0f / sqrtf((float)hs);
+    const int use_pair = att_use_pair_buffer();
 #pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         const int b = bh / NH, h = bh % NH;
@@ -199,7 +203,8 @@ static void attention_forward(float *out, float *state, const float *qkv, int B,
         memset(st, 0, sizeof st); /* columns past those computed stay zero: P^T is read up to fqp */
         /* the pair's K rows (zero rows up to Tm) and V rows (zero-padded to hsp), copied once */
         const int Tm = att_up(T, MR);
-        float *kc = att_pair_buffer((size_t)Tm * hs + (size_t)T * hsp), *vc = kc ? kc + (size_t)Tm * hs : NULL;
+        float *kc = use_pair ? att_pair_buffer((size_t)Tm * hs + (size_t)T * hsp) : NULL;
+        float *vc = kc ? kc + (size_t)Tm * hs : NULL;
         if (kc) {
             att_copy_rows(kc, hs, kb, C3, T, Tm, hs);
             if (hsp != hs) memset(vc, 0, sizeof(float) * T * hsp);
@@ -261,6 +266,7 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
     const int bkp = att_up(ATT_BK, MR); /* dK, dV rows computed at most */
     const int ldk = att_up(bkp, 16);  /* row length of P, dS: >= bkp, read transposed as A */
     const float scale = 1.0f / sqrtf((float)hs);
+    const int use_pair = att_use_pair_buffer();
 #pragma omp parallel for schedule(dynamic, 1) if (B * NH > 1)
     for (int bh = 0; bh < B * NH; bh++) {
         const int b = bh / NH, h = bh % NH;
@@ -280,7 +286,7 @@ static void attention_backward(float *dqkv, float *scratch, const float *dout, c
         /* dQ accumulates in a contiguous buffer, beside the pair's Q and dO rows
          * (zero-padded to Tm rows, hsp columns), copied once */
         const int Tm = att_up(T, MR);
-        float *pair = att_pair_buffer((size_t)T * hs + (size_t)2 * Tm * hsp);
+        float *pair = use_pair ? att_pair_buffer((size_t)T * hs + (size_t)2 * Tm * hsp) : NULL;
         float *dqa = pair ? pair : dqb, *qc = pair ? pair + (size_t)T * hs : NULL, *gc = qc ? qc + (size_t)Tm * hsp : NULL;
         const long lddq = pair ? hs : C3;
         if (pair) {
