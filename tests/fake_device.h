@@ -166,7 +166,7 @@ static const gpt2c_kernels FAKE = {
     .softmax_xent_forward = f_xent_f, .softmax_xent_backward = f_xent_b,
     .sumsq = f_sumsq, .adamw = f_adamw, .zero = f_zero,
     .device_init = f_ok, .dev_alloc = f_alloc, .dev_free = f_free,
-    .memcpy_h2d = f_h2d, .memcpy_d2h = f_d2h, .device_check = f_ok,
+    .memcpy_h2d = f_h2d, .memcpy_d2h = f_d2h, .device_check = f_ok, .device_sync = f_ok,
     .prof_attach = f_prof, .prof_resolve = f_prof, .prof_detach = f_prof_detach, .device_peaks = f_peaks,
 };
 

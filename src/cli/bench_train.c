@@ -20,6 +20,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "gpt2c/train.h"
+#include "kernels/kernels.h"
 #include "model/costs.h"
 
 /* process CPU time (all threads), seconds: on a shared machine, CPU ms per
@@ -204,7 +205,16 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
             o->cpu_ms = cpu_ms;
-            o->peak = prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
+            const gpt2c_kernels *bk = NULL;
+            gpt2c_device_peaks dp;
+            if (gpt2c_kernels_get(be, &bk) == GPT2C_OK && bk->device_peaks) { /* a GPU: its own peak, not the CPU's */
+                o->peak = bk->device_peaks(&dp) == GPT2C_OK ? dp.matmul_flops * 1e-9 : 0;
+                if (!json && o->peak > 0)
+                    printf("  %s: %s, peak %.1f TFLOP/s for its %s matmuls (fp32 %.1f, tf32 %.1f, bf16 %.1f), %.0f GB/s\n",
+                           be, dp.name, dp.matmul_flops * 1e-12, dp.matmul_precision, dp.fp32_flops * 1e-12,
+                           dp.tf32_flops * 1e-12, dp.bf16_flops * 1e-12, dp.mem_bytes_per_s * 1e-9);
+            } else
+                o->peak = prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
         }
     }
     if (!status) {
@@ -249,7 +259,8 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                    mb.lora_state, mb.lora_acts);
         else {
             printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count (/bf16 rows: of the bf16 GEMM's\n"
-                   "   ceiling, vdpbf16ps where the CPU has it); cpu_ms: process CPU time per\n"
+                   "   ceiling, vdpbf16ps where the CPU has it; a GPU row: of the GPU's dense peak above, from its SMs and\n"
+                   "   max clock); cpu_ms: process CPU time per\n"
                    "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
                    gpt2c_isa_name(gpt2c_cpu_isa()));
             printf("  memory: peak RSS %.1f MiB; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "

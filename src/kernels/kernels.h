@@ -31,6 +31,8 @@ typedef struct gpt2c_device_peaks {
     char name[96];                                  /* e.g. "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" */
     double fp32_flops, tf32_flops, bf16_flops;      /* dense FLOP/s at the max clock */
     double mem_bytes_per_s;                         /* DRAM bandwidth */
+    double matmul_flops;                            /* the peak of the precision the matmuls run in now */
+    char matmul_precision[8];                       /* that precision: "fp32", "tf32" */
 } gpt2c_device_peaks;
 
 /* Which weight formats each typed op of a table takes, one bit per

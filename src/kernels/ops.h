@@ -211,6 +211,10 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     /* The first asynchronous error since the last call (ops return void, so a                                      \
      * failed launch is remembered and reported here).  Does not wait. */                                           \
     X(gpt2c_status, device_check, (void), ())                                                                       \
+    /* Waits until all queued work is done (then as device_check).  The step                                        \
+     * calls it at the end of backward and of the update, so that each phase's                                      \
+     * host-timed milliseconds are its own device time. */                                                          \
+    X(gpt2c_status, device_sync, (void), ())                                                                        \
     /* The device's peak rates (after device_init). */                                                              \
     X(gpt2c_status, device_peaks, (struct gpt2c_device_peaks * out), (out))
 

@@ -147,7 +147,6 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
         gpt2c_profile_session_free(s);
         return st;
     }
-    s->prof.ext = s;
     if (m->k && m->k->prof_attach) {
         /* a device backend times every scope on the device (its hooks; host
          * counters would only see the launches) */
@@ -158,6 +157,7 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
         }
         s->dev = m->k;
     } else if (s->ctr) {
+        s->prof.ext = s; /* the host hooks find the session here (a device backend keeps its own state in ext) */
         s->prof.on_begin = hook_begin;
         s->prof.on_end = hook_end;
     }

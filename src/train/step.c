@@ -7,6 +7,7 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/precision.h"
+#include "kernels/kernels.h"
 #include "model/model_internal.h"
 
 static void mark(gpt2c_model *m, const gpt2c_step_hooks *h, gpt2c_phase ph) {
@@ -21,6 +22,12 @@ static double ms_since(uint64_t *t) {
     return ms;
 }
 
+/* A device backend runs its ops asynchronously: each phase waits for them at
+ * its end, so that its time is its own (a host backend has nothing to wait for). */
+static gpt2c_status wait_device(const gpt2c_model *m) {
+    return m->k && m->k->device_sync ? m->k->device_sync() : GPT2C_OK;
+}
+
 gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt2c_batch_source *src,
                               gpt2c_step_stats *out) {
     if (c->accum <= 0) return gpt2c_fail(GPT2C_ERR_ARG, "gradient accumulation: must be >= 1 micro-batch (got %d)", c->accum);
@@ -32,6 +39,7 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
     if (!gpt2c_grads_fresh(m)) { /* free (and not marked) when the last update left them zero or stale */
         mark(m, &c->hooks, GPT2C_PHASE_OPTIMIZER);
         gpt2c_model_zero_grad(m);
+        GPT2C_TRY(wait_device(m));
         st.update_ms += ms_since(&t);
     }
     double loss_sum = 0;
@@ -50,6 +58,7 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
         /* the last backward starts the reduce as each layer's gradients become final */
         if (dp && dp->arm && micro == c->accum - 1) dp->arm(dp->ctx, m);
         GPT2C_TRY(gpt2c_model_backward(m, 1.0f / ((float)c->accum * nranks)));
+        GPT2C_TRY(wait_device(m));
         st.backward_ms += ms_since(&t);
         loss_sum += loss;
     }
@@ -75,6 +84,7 @@ gpt2c_status gpt2c_train_step(gpt2c_model *m, const gpt2c_step_cfg *c, const gpt
                           "step %d: the gradient norm is %g (non-finite): training stopped; nothing is saved (the "
                           "last checkpoint written is kept)",
                           c->step, (double)st.norm);
+    GPT2C_TRY(wait_device(m));
     st.update_ms += ms_since(&t);
     st.loss = (float)loss_mean;
     st.total_ms = (double)(t - t_start) * 1e-6;

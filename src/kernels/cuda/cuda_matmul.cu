@@ -15,6 +15,7 @@
 static cublasComputeType_t g_compute = CUBLAS_COMPUTE_32F;
 
 extern "C" void gpt2c_cuda_set_matmul_tf32(int on) { g_compute = on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
+extern "C" int gpt2c_cuda_matmul_tf32(void) { return g_compute == CUBLAS_COMPUTE_32F_FAST_TF32; }
 
 /* largest power of two (<= 256) dividing the address: cuBLASLt assumes 256
  * unless told, and our per-layer slices are only 4-byte aligned in general */

@@ -31,8 +31,11 @@ GPT2C_OPS_DEVICE_REQUIRED(GPT2C_CUDA_DECLARE)
 void *gpt2c_cuda_stream_handle(void);
 void gpt2c_cuda_select_device(int index);
 
-/* cuda_matmul.cu: matmul precision, 0 = fp32 (default), 1 = tf32 tensor cores */
+/* cuda_matmul.cu: matmul precision, 0 = fp32 (default), 1 = tf32 tensor cores.
+ * Until --precision tf32 exists, GPT2C_CUDA_TF32=1 in the environment turns it
+ * on when the backend starts (cuda_runtime.cu). */
 void gpt2c_cuda_set_matmul_tf32(int on);
+int gpt2c_cuda_matmul_tf32(void);
 
 #ifdef __cplusplus
 }

@@ -151,5 +151,8 @@ extern "C" gpt2c_status gpt2c_cuda_device_peaks(gpt2c_device_peaks *out) {
     out->bf16_flops = b16 * sms * clk;
     out->tf32_flops = out->bf16_flops / 2;
     out->mem_bytes_per_s = 2.0 * memclk_khz * 1e3 * bus_bits / 8; /* double data rate */
+    const int tf32 = gpt2c_cuda_matmul_tf32();
+    out->matmul_flops = tf32 ? out->tf32_flops : out->fp32_flops;
+    snprintf(out->matmul_precision, sizeof out->matmul_precision, "%s", tf32 ? "tf32" : "fp32");
     return GPT2C_OK;
 }

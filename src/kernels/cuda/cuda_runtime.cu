@@ -2,6 +2,8 @@
  * memory and copies, error latching, the scratch workspace, cuBLASLt handle. */
 #include <cublasLt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gpt2c/status.h"
 #include "kernels/cuda/cuda_common.cuh"
@@ -40,6 +42,11 @@ gpt2c_status gpt2c_cuda_device_check(void) {
     return st;
 }
 
+gpt2c_status gpt2c_cuda_device_sync(void) {
+    gpt2c_cuda_latch(cudaStreamSynchronize(g_stream), "cuda");
+    return gpt2c_cuda_device_check();
+}
+
 /* An empty kernel: if the binary has no image for this GPU, launching it
  * says so at selection rather than at the first op. */
 static __global__ void probe_kernel(void) {}
@@ -70,6 +77,8 @@ gpt2c_status gpt2c_cuda_device_init(void) {
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': cublasLtCreate: %s", cublasLtGetStatusString(bs));
     if ((e = cudaMalloc(&g_lt_ws, LT_WS_BYTES)) != cudaSuccess)
         return gpt2c_fail(GPT2C_ERR_NOMEM, "backend 'cuda': cuBLASLt workspace: %s", cudaGetErrorString(e));
+    const char *tf32 = getenv("GPT2C_CUDA_TF32"); /* until --precision tf32: TF32 tensor cores in the matmuls */
+    if (tf32) gpt2c_cuda_set_matmul_tf32(strcmp(tf32, "1") == 0);
     g_ready = 1;
     return GPT2C_OK;
 }
