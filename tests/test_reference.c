@@ -156,6 +156,9 @@ int main(void) {
     char backends[64] = "ref,cpu";
     const gpt2c_kernels *k;
     if (gpt2c_kernels_get("blas", &k) == GPT2C_OK) strcat(backends, ",blas");
+    /* the cuda backend joins where the build has it and a device answers */
+    if (gpt2c_kernels_get("cuda", &k) == GPT2C_OK) strcat(backends, ",cuda");
+    printf("backends: %s\n", backends);
     run_fixture("ref_tiny", backends);
     run_fixture("ref_small", backends);
     return tu_finish("test_reference");

@@ -24,10 +24,13 @@ static inline const float *tu_fixture_f32(gpt2c_st_file *f, const char *name, si
 /* The largest tu_max_rel_err of any parameter's gradient against the
  * fixture's "grad.<prefix><HF name>" (HF Conv1D layout, so the transposed
  * weights are compared transposed); INFINITY when a tensor is missing.
- * worst_name (may be NULL) receives the worst tensor's fixture name. */
+ * worst_name (may be NULL) receives the worst tensor's fixture name.  On a
+ * device backend the slab is read through a downloaded copy. */
 static inline double tu_worst_grad_err(const gpt2c_model *m, gpt2c_st_file *ref, const char *prefix, char *worst_name,
                                        size_t worst_size) {
     double worst = 0;
+    const float *grads = NULL;
+    if (gpt2c_model_slab_to_host(m, m->grads_mem, &grads) != GPT2C_OK || !grads) return INFINITY;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         const gpt2c_param_info *pi = &m->info[id];
         for (int l = 0; l < (pi->per_layer ? m->cfg.num_layers : 1); l++) {
@@ -37,8 +40,11 @@ static inline double tu_worst_grad_err(const gpt2c_model *m, gpt2c_st_file *ref,
             const int rows = id == GPT2C_P_WTE ? m->cfg.vocab_size : pi->rows, cols = pi->cols;
             const size_t n = (size_t)rows * cols;
             const float *want = tu_fixture_f32(ref, name, n);
-            if (!want) return INFINITY;
-            const float *ours = gpt2c_param_slice(m, m->grads_mem, id, l);
+            if (!want) {
+                gpt2c_model_slab_host_free(m->grads_mem, grads);
+                return INFINITY;
+            }
+            const float *ours = gpt2c_param_slice(m, (float *)grads, id, l);
             float *cmp = malloc(n * sizeof(float));
             for (int r = 0; r < rows; r++) /* HF Conv1D stores (in, out): transpose ours */
                 for (int c = 0; c < cols; c++)
@@ -51,6 +57,7 @@ static inline double tu_worst_grad_err(const gpt2c_model *m, gpt2c_st_file *ref,
             }
         }
     }
+    gpt2c_model_slab_host_free(m->grads_mem, grads);
     return worst;
 }
 
