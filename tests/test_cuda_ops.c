@@ -362,7 +362,9 @@ int main(void) {
     gpt2c_rng_seed(&rng, 2024, 0);
     /* (B, T, C, NH): ragged T around the 8-row and 32-row tiles, odd head sizes, hs up to 128 */
     static const shape shapes[] = {{1, 1, 8, 1},   {2, 7, 24, 3},   {3, 33, 40, 5},  {2, 65, 96, 2},
-                                   {1, 130, 256, 2}, {1, 97, 128, 1}, {2, 64, 768, 12}, {1, 257, 192, 3}};
+                                   {1, 130, 256, 2}, {1, 97, 128, 1}, {2, 64, 768, 12}, {1, 257, 192, 3},
+                                   /* head sizes 65 and 18: not a multiple of 4 (the attention's scalar rows) */
+                                   {2, 45, 130, 2},  {1, 40, 36, 2}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const shape *s = &shapes[i];
         char tag[64];

@@ -9,6 +9,12 @@
  * dot products, and lane d owns head dims d, d+32, d+64, d+96 for the
  * accumulators (so hs <= 128).  Backward is two kernels (dQ by queries, dK/dV
  * by keys) so every output has one owner: no atomics, same bits every run.
+ * Tiles are loaded a row per warp (lanes along the head dims: coalesced, no
+ * index division).  When hs % 4 == 0 tile rows are hs + 4 floats apart and
+ * the dot products read 4 dims per shared-memory load: a quarter warp's 8
+ * lanes then read 8 rows whose starts fall 4 banks apart (no conflicts).
+ * Otherwise rows are hs + 1 apart and read a float at a time.  Both sum
+ * d = 0, 1, 2, ... in order: the same bits either way.
  *
  * Per query row t, with s_j = q.k_j * scale for j <= t:
  *   forward:  m = max s, l = sum exp(s - m), out = sum exp(s_j - m) v_j / l,
@@ -29,18 +35,69 @@ extern "C" size_t gpt2c_cuda_attention_state_floats(int B, int T, int NH) { retu
 /* backward scratch: D = rowsum(dout * out) per (b, h, t) */
 extern "C" size_t gpt2c_cuda_attention_scratch_floats(int B, int T, int NH) { return (size_t)B * NH * T; }
 
-/* Loads rows [r0, r0+TILE) of one q/k/v section of head h into dst (TILE x ld),
- * zero past T.  `sec` is 0 (q), 1 (k) or 2 (v); src is this batch's (T,3C). */
-__device__ inline void load_tile(float *dst, int ld, const float *src, int r0, int T, int C, int hs, int sec, int h) {
-    for (int i = threadIdx.x; i < TILE * hs; i += blockDim.x) {
-        int r = i / hs, d = i % hs;
-        dst[r * ld + d] = r0 + r < T ? src[(size_t)(r0 + r) * 3 * C + sec * C + h * hs + d] : 0.0f;
+/* Tile row stride in shared memory (see the top). */
+__host__ __device__ inline int tile_ld(int hs) { return hs & 3 ? hs + 1 : hs + 4; }
+
+/* Loads rows [r0, r0+TILE) of a head's (T, hs) slice into dst (TILE x ld),
+ * zero past T: src is row 0 of the slice, rows `stride` floats apart.  Warp w
+ * loads rows w, w + WARPS, ...; its lanes the dims. */
+__device__ inline void load_tile(float *dst, int ld, const float *src, size_t stride, int r0, int T, int hs) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int r = warp; r < TILE; r += WARPS) {
+        const float *row = src + (size_t)(r0 + r) * stride;
+        for (int d = lane; d < hs; d += 32) dst[r * ld + d] = r0 + r < T ? row[d] : 0.0f;
     }
 }
 
+/* a . b over hs dims, summed in order d = 0, 1, ...: a is a row every lane
+ * reads (broadcast), b this lane's tile row; 4 dims per load when hs % 4 == 0
+ * (both 16-byte aligned then: see the shared-memory layouts) */
+__device__ inline float dot_row(const float *a, const float *b, int hs) {
+    float s = 0.0f;
+    if (hs & 3) {
+        for (int d = 0; d < hs; d++) s += a[d] * b[d];
+    } else {
+        for (int d = 0; d < hs; d += 4) {
+            const float4 x = *reinterpret_cast<const float4 *>(a + d), y = *reinterpret_cast<const float4 *>(b + d);
+            s += x.x * y.x;
+            s += x.y * y.y;
+            s += x.z * y.z;
+            s += x.w * y.w;
+        }
+    }
+    return s;
+}
+/* the two dots of the backward, a1 . b1 and a2 . b2, in one pass */
+__device__ inline void dot_rows2(const float *a1, const float *b1, const float *a2, const float *b2, int hs, float *s1,
+                                 float *s2) {
+    float x1 = 0.0f, x2 = 0.0f;
+    if (hs & 3) {
+        for (int d = 0; d < hs; d++) {
+            x1 += a1[d] * b1[d];
+            x2 += a2[d] * b2[d];
+        }
+    } else {
+        for (int d = 0; d < hs; d += 4) {
+            const float4 p = *reinterpret_cast<const float4 *>(a1 + d), q = *reinterpret_cast<const float4 *>(b1 + d);
+            const float4 u = *reinterpret_cast<const float4 *>(a2 + d), v = *reinterpret_cast<const float4 *>(b2 + d);
+            x1 += p.x * q.x;
+            x2 += u.x * v.x;
+            x1 += p.y * q.y;
+            x2 += u.y * v.y;
+            x1 += p.z * q.z;
+            x2 += u.z * v.z;
+            x1 += p.w * q.w;
+            x2 += u.w * v.w;
+        }
+    }
+    *s1 = x1;
+    *s2 = x2;
+}
+
 static __global__ void flash_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH, float scale) {
-    extern __shared__ float sm[];
-    const int hs = C / NH, ld = hs + 1; /* +1: lane j reading row j hits distinct banks */
+    extern __shared__ float4 smem4[]; /* 16-byte aligned */
+    float *sm = reinterpret_cast<float *>(smem4);
+    const int hs = C / NH, ld = tile_ld(hs);
     float *Ks = sm, *Vs = Ks + TILE * ld, *Qs = Vs + TILE * hs;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -54,17 +111,13 @@ static __global__ void flash_forward_kernel(float *out, float *lse, const float 
     const int t_last = min(T - 1, (int)blockIdx.x * WARPS + WARPS - 1);
     for (int j0 = 0; j0 <= t_last; j0 += TILE) {
         __syncthreads();
-        load_tile(Ks, ld, base, j0, T, C, hs, 1, h);
-        load_tile(Vs, hs, base, j0, T, C, hs, 2, h);
+        load_tile(Ks, ld, base + C + h * hs, 3 * (size_t)C, j0, T, hs);
+        load_tile(Vs, hs, base + 2 * C + h * hs, 3 * (size_t)C, j0, T, hs);
         __syncthreads();
         if (t >= T || j0 > t) continue; /* warp-uniform */
         const int j = j0 + lane;
         float s = -INFINITY;
-        if (j <= t) {
-            float dot = 0.0f;
-            for (int d = 0; d < hs; d++) dot += q[d] * Ks[lane * ld + d];
-            s = dot * scale;
-        }
+        if (j <= t) s = dot_row(q, Ks + lane * ld, hs) * scale;
         const float m_new = fmaxf(m, warp_max(s)); /* finite: key j0 <= t is in this tile */
         const float p = j <= t ? expf(s - m_new) : 0.0f;
         const float alpha = expf(m - m_new); /* 0 on the first tile (m = -inf) */
@@ -104,8 +157,9 @@ static __global__ void flash_backward_dot_kernel(float *D, const float *dout, co
 /* dQ: one warp per query row t, looping over key tiles j0 <= t */
 static __global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                          const float *D, int T, int C, int NH, float scale) {
-    extern __shared__ float sm[];
-    const int hs = C / NH, ld = hs + 1;
+    extern __shared__ float4 smem4[];
+    float *sm = reinterpret_cast<float *>(smem4);
+    const int hs = C / NH, ld = tile_ld(hs);
     float *Ks = sm, *Vs = Ks + TILE * ld, *Qs = Vs + TILE * ld, *dOs = Qs + WARPS * hs;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -125,18 +179,15 @@ static __global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, 
     const int t_last = min(T - 1, (int)blockIdx.x * WARPS + WARPS - 1);
     for (int j0 = 0; j0 <= t_last; j0 += TILE) {
         __syncthreads();
-        load_tile(Ks, ld, base, j0, T, C, hs, 1, h);
-        load_tile(Vs, ld, base, j0, T, C, hs, 2, h);
+        load_tile(Ks, ld, base + C + h * hs, 3 * (size_t)C, j0, T, hs);
+        load_tile(Vs, ld, base + 2 * C + h * hs, 3 * (size_t)C, j0, T, hs);
         __syncthreads();
         if (t >= T || j0 > t) continue;
         const int j = j0 + lane;
         float ds = 0.0f;
         if (j <= t) {
-            float s = 0.0f, dp = 0.0f;
-            for (int d = 0; d < hs; d++) {
-                s += q[d] * Ks[lane * ld + d];
-                dp += dO[d] * Vs[lane * ld + d];
-            }
+            float s, dp;
+            dot_rows2(q, Ks + lane * ld, dO, Vs + lane * ld, hs, &s, &dp);
             const float p = expf(s * scale - lse_t);
             ds = p * (dp - D_t);
         }
@@ -160,8 +211,9 @@ static __global__ void flash_backward_dq_kernel(float *dqkv, const float *dout, 
 /* dK, dV: one warp per key row j, looping over query tiles that reach j */
 static __global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                           const float *D, int T, int C, int NH, float scale) {
-    extern __shared__ float sm[];
-    const int hs = C / NH, ld = hs + 1;
+    extern __shared__ float4 smem4[];
+    float *sm = reinterpret_cast<float *>(smem4);
+    const int hs = C / NH, ld = tile_ld(hs);
     float *Qs = sm, *dOs = Qs + TILE * ld, *Ks = dOs + TILE * ld, *Vs = Ks + WARPS * hs;
     float *lses = Vs + WARPS * hs, *Ds = lses + TILE;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH;
@@ -179,11 +231,8 @@ static __global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout,
     const int j_first = blockIdx.x * WARPS;
     for (int i0 = j_first / TILE * TILE; i0 < T; i0 += TILE) {
         __syncthreads();
-        load_tile(Qs, ld, base, i0, T, C, hs, 0, h);
-        for (int i = threadIdx.x; i < TILE * hs; i += blockDim.x) { /* dout rows: stride C, not 3C */
-            int r = i / hs, d = i % hs;
-            dOs[r * ld + d] = i0 + r < T ? dbase[(size_t)(i0 + r) * C + h * hs + d] : 0.0f;
-        }
+        load_tile(Qs, ld, base + h * hs, 3 * (size_t)C, i0, T, hs);
+        load_tile(dOs, ld, dbase + h * hs, C, i0, T, hs); /* dout rows: stride C, not 3C */
         for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
             lses[i] = i0 + i < T ? lse[(size_t)bh * T + i0 + i] : 0.0f;
             Ds[i] = i0 + i < T ? D[(size_t)bh * T + i0 + i] : 0.0f;
@@ -193,11 +242,8 @@ static __global__ void flash_backward_dkv_kernel(float *dqkv, const float *dout,
         const int i = i0 + lane;
         float p = 0.0f, ds = 0.0f;
         if (i < T && i >= j) {
-            float s = 0.0f, dp = 0.0f;
-            for (int d = 0; d < hs; d++) {
-                s += Qs[lane * ld + d] * k[d];
-                dp += dOs[lane * ld + d] * v[d];
-            }
+            float s, dp;
+            dot_rows2(Qs + lane * ld, k, dOs + lane * ld, v, hs, &s, &dp);
             p = expf(s * scale - lses[lane]);
             ds = p * (dp - Ds[lane]);
         }
@@ -232,7 +278,7 @@ static int check_shape(int C, int NH, const char *what) {
 extern "C" void gpt2c_cuda_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || !check_shape(C, NH, "attention_forward")) return;
     const int hs = C / NH;
-    const size_t smem = sizeof(float) * ((size_t)TILE * (hs + 1) + (size_t)TILE * hs + (size_t)WARPS * hs);
+    const size_t smem = sizeof(float) * ((size_t)TILE * (size_t)tile_ld(hs) + (size_t)TILE * hs + (size_t)WARPS * hs);
     flash_forward_kernel<<<dim3(cdiv(T, WARPS), B * NH), 32 * WARPS, smem, gpt2c_cuda_stream()>>>(
         out, state, qkv, T, C, NH, (float)(1.0 / sqrt((double)hs)));
     CUDA_LAUNCHED("attention_forward");
@@ -246,9 +292,9 @@ extern "C" void gpt2c_cuda_attention_backward(float *dqkv, float *scratch, const
     const dim3 grid(cdiv(T, WARPS), B * NH);
     cudaStream_t s = gpt2c_cuda_stream();
     flash_backward_dot_kernel<<<grid, 32 * WARPS, 0, s>>>(scratch, dout, out, B, T, C, NH);
-    const size_t smem_dq = sizeof(float) * (2 * (size_t)TILE * (hs + 1) + 2 * (size_t)WARPS * hs);
+    const size_t smem_dq = sizeof(float) * (2 * (size_t)TILE * (size_t)tile_ld(hs) + 2 * (size_t)WARPS * hs);
     flash_backward_dq_kernel<<<grid, 32 * WARPS, smem_dq, s>>>(dqkv, dout, qkv, state, scratch, T, C, NH, scale);
-    const size_t smem_dkv = sizeof(float) * (2 * (size_t)TILE * (hs + 1) + 2 * (size_t)WARPS * hs + 2 * TILE);
+    const size_t smem_dkv = sizeof(float) * (2 * (size_t)TILE * (size_t)tile_ld(hs) + 2 * (size_t)WARPS * hs + 2 * TILE);
     flash_backward_dkv_kernel<<<grid, 32 * WARPS, smem_dkv, s>>>(dqkv, dout, qkv, state, scratch, T, C, NH, scale);
     CUDA_LAUNCHED("attention_backward");
 }
