@@ -5,7 +5,8 @@
 #   shapes); test_reference (the PyTorch fixtures through every backend,
 #   cuda included); cli_cuda_backend (train 8 steps on cuda vs cpu, eval);
 #   50 training steps on tinyshakespeare, cuda vs cpu losses; bench train
-#   GPT-2 124M at B=8 T=1024 on cuda (fp32, then TF32 matmuls) and PyTorch
+#   GPT-2 124M at B=8 T=1024 on cuda (fp32, then TF32 matmuls; each again
+#   with the attention's row kernels) and PyTorch
 #   (eager fp32 and tf32, compiled bf16) on the same GPU; gpt2c profile of
 #   that step (GPU time per op); compute-sanitizer memcheck over test_cuda_ops.
 # Each step has its own time limit and the log says which passed.
@@ -65,6 +66,9 @@ step "bench train: GPT-2 124M, B=8, T=1024: fp32, then TF32 matmuls"
 BT=(bench train --model d12 --backend cuda --batch 8 --seq 1024 --steps 10 --warmup 3)
 timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -4
 GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -3
+echo "the same two with the attention's row kernels (GPT2C_CUDA_ATT_SIMPLE=1):"
+GPT2C_CUDA_ATT_SIMPLE=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
+GPT2C_CUDA_ATT_SIMPLE=1 GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
 
 step "profile: GPT-2 124M, B=8, T=1024, GPU time per op (CUDA events)"
 mkdir -p "$OUT/prof"

@@ -346,8 +346,19 @@ static void test_tf32(void) {
     K->dev_free(dx), K->dev_free(dw), K->dev_free(db), K->dev_free(dout);
     free(x), free(w), free(bias), free(out);
 }
+/* 64-wide heads go to the register-tiled kernels (test_attention above);
+ * the row kernels, which take every other head size, check them too */
+static void test_attention_rows(const shape *s, const char *tag) {
+    if (K == &FAKE || s->C != 64 * s->NH) return;
+    char t2[96];
+    snprintf(t2, sizeof t2, "%s row kernels", tag);
+    gpt2c_cuda_set_attention_tiled(0);
+    test_attention(s, t2);
+    gpt2c_cuda_set_attention_tiled(1);
+}
 #else
 static void test_tf32(void) {}
+static void test_attention_rows(const shape *s, const char *tag) { (void)s, (void)tag; }
 #endif
 
 int main(void) {
@@ -364,7 +375,9 @@ int main(void) {
     static const shape shapes[] = {{1, 1, 8, 1},   {2, 7, 24, 3},   {3, 33, 40, 5},  {2, 65, 96, 2},
                                    {1, 130, 256, 2}, {1, 97, 128, 1}, {2, 64, 768, 12}, {1, 257, 192, 3},
                                    /* head sizes 65 and 18: not a multiple of 4 (the attention's scalar rows) */
-                                   {2, 45, 130, 2},  {1, 40, 36, 2}};
+                                   {2, 45, 130, 2},  {1, 40, 36, 2},
+                                   /* 64-wide heads past one and two 64-row tiles */
+                                   {2, 100, 128, 2}, {1, 200, 64, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const shape *s = &shapes[i];
         char tag[64];
@@ -375,6 +388,7 @@ int main(void) {
         test_matmul(s->B * s->T, s->C, 3 * s->C, tag);
         test_matmul(s->B * s->T, 4 * s->C, s->C, tag);
         test_attention(s, tag);
+        test_attention_rows(s, tag);
         test_pointwise((size_t)s->B * s->T * 4 * s->C + 3, tag);
         test_xent(s->B * s->T, 3 * s->C + 5, (3 * s->C + 5 + 127) / 128 * 128, tag);
     }

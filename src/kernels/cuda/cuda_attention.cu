@@ -278,6 +278,10 @@ static int check_shape(int C, int NH, const char *what) {
 extern "C" void gpt2c_cuda_attention_forward(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
     if (B <= 0 || T <= 0 || !check_shape(C, NH, "attention_forward")) return;
     const int hs = C / NH;
+    if (gpt2c_cuda_att64_takes(C, NH, out, qkv, out, qkv)) {
+        gpt2c_cuda_att64_forward(out, state, qkv, B, T, C, NH, (float)(1.0 / sqrt((double)hs)));
+        return;
+    }
     const size_t smem = sizeof(float) * ((size_t)TILE * (size_t)tile_ld(hs) + (size_t)TILE * hs + (size_t)WARPS * hs);
     flash_forward_kernel<<<dim3(cdiv(T, WARPS), B * NH), 32 * WARPS, smem, gpt2c_cuda_stream()>>>(
         out, state, qkv, T, C, NH, (float)(1.0 / sqrt((double)hs)));
@@ -292,6 +296,11 @@ extern "C" void gpt2c_cuda_attention_backward(float *dqkv, float *scratch, const
     const dim3 grid(cdiv(T, WARPS), B * NH);
     cudaStream_t s = gpt2c_cuda_stream();
     flash_backward_dot_kernel<<<grid, 32 * WARPS, 0, s>>>(scratch, dout, out, B, T, C, NH);
+    if (gpt2c_cuda_att64_takes(C, NH, dqkv, dout, qkv, out)) {
+        CUDA_LAUNCHED("attention_backward");
+        gpt2c_cuda_att64_backward(dqkv, scratch, dout, qkv, state, B, T, C, NH, scale);
+        return;
+    }
     const size_t smem_dq = sizeof(float) * (2 * (size_t)TILE * (size_t)tile_ld(hs) + 2 * (size_t)WARPS * hs);
     flash_backward_dq_kernel<<<grid, 32 * WARPS, smem_dq, s>>>(dqkv, dout, qkv, state, scratch, T, C, NH, scale);
     const size_t smem_dkv = sizeof(float) * (2 * (size_t)TILE * (size_t)tile_ld(hs) + 2 * (size_t)WARPS * hs + 2 * TILE);

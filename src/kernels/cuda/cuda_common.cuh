@@ -26,6 +26,14 @@ void *gpt2c_cuda_scratch(size_t bytes);
 void *gpt2c_cuda_lt_handle(void);
 void *gpt2c_cuda_lt_workspace(size_t *bytes);
 
+/* cuda_attention_tiled.cu: the attention for 64-wide heads.  takes() says
+ * whether it takes a call (C = 64 NH, the four tensors 16-byte aligned, not
+ * turned off); backward wants D = rowsum(dout * out) (B,NH,T) already made. */
+int gpt2c_cuda_att64_takes(int C, int NH, const void *a, const void *b, const void *c, const void *d);
+void gpt2c_cuda_att64_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH, float scale);
+void gpt2c_cuda_att64_backward(float *dqkv, const float *D, const float *dout, const float *qkv, const float *lse,
+                               int B, int T, int C, int NH, float scale);
+
 static inline unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 template <typename F> __device__ inline F warp_sum(F v) {

@@ -37,6 +37,11 @@ void gpt2c_cuda_select_device(int index);
 void gpt2c_cuda_set_matmul_tf32(int on);
 int gpt2c_cuda_matmul_tf32(void);
 
+/* cuda_attention_tiled.cu: 1 (default) = the register-tiled kernels take the
+ * attention of 64-wide heads, 0 = the row kernels take every head size
+ * (GPT2C_CUDA_ATT_SIMPLE=1 in the environment starts at 0) */
+void gpt2c_cuda_set_attention_tiled(int on);
+
 #ifdef __cplusplus
 }
 #endif
