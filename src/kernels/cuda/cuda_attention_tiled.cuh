@@ -99,7 +99,7 @@ __device__ inline float att64_row_sum(float v) {
 
 /* out (B,T,C), lse (B,NH,T) from qkv (B,T,3C); grid (tiles of T, B*NH), the
  * heaviest query tiles (the last ones) first */
-__global__ void __launch_bounds__(ATT64_THREADS) att64_forward_kernel(float *out, float *lse, const float *qkv, int T,
+static __global__ void __launch_bounds__(ATT64_THREADS) att64_forward_kernel(float *out, float *lse, const float *qkv, int T,
                                                                       int C, int NH, float scale) {
     extern __shared__ float4 att64_smem[];
     float *Qs = reinterpret_cast<float *>(att64_smem), *Ks = Qs + ATT64_TILE, *Vs = Ks + ATT64_TILE,
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(ATT64_THREADS) att64_forward_kernel(float *out
 }
 
 /* dQ: a block per 64 queries, over the key tiles they see */
-__global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dq_kernel(float *dqkv, const float *dout,
+static __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dq_kernel(float *dqkv, const float *dout,
                                                                           const float *qkv, const float *lse,
                                                                           const float *D, int T, int C, int NH,
                                                                           float scale) {
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dq_kernel(float 
 
 /* dK, dV: a block per 64 keys, over the query tiles that see them (the
  * first key tiles, the heaviest, are the first blocks) */
-__global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dkv_kernel(float *dqkv, const float *dout,
+static __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dkv_kernel(float *dqkv, const float *dout,
                                                                            const float *qkv, const float *lse,
                                                                            const float *D, int T, int C, int NH,
                                                                            float scale) {
