@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gpt2c/core.h"
+#include "gpt2c/profile.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 
@@ -73,10 +74,20 @@ static gpt2c_status f_prof(struct gpt2c_profiler *p) {
     (void)p;
     return GPT2C_OK;
 }
+/* as the cuda backend's: refused when something else holds the hooks or the ext slot */
+static gpt2c_status f_prof_attach(struct gpt2c_profiler *p) {
+    if (p->on_begin || p->on_end || p->ext) return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "fake device: the profiler's hooks are in use");
+    return GPT2C_OK;
+}
 static void f_prof_detach(struct gpt2c_profiler *p) { (void)p; }
+/* the peaks the fake device claims: none unless a test sets them */
+static double fake_matmul_flops, fake_mem_bytes_per_s;
 static gpt2c_status f_peaks(gpt2c_device_peaks *out) {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "fake device");
+    out->fp32_flops = out->matmul_flops = fake_matmul_flops;
+    snprintf(out->matmul_precision, sizeof out->matmul_precision, "fp32");
+    out->mem_bytes_per_s = fake_mem_bytes_per_s;
     return GPT2C_OK;
 }
 
@@ -167,7 +178,7 @@ static const gpt2c_kernels FAKE = {
     .sumsq = f_sumsq, .adamw = f_adamw, .zero = f_zero,
     .device_init = f_ok, .dev_alloc = f_alloc, .dev_free = f_free,
     .memcpy_h2d = f_h2d, .memcpy_d2h = f_d2h, .device_check = f_ok, .device_sync = f_ok,
-    .prof_attach = f_prof, .prof_resolve = f_prof, .prof_detach = f_prof_detach, .device_peaks = f_peaks,
+    .prof_attach = f_prof_attach, .prof_resolve = f_prof, .prof_detach = f_prof_detach, .device_peaks = f_peaks,
 };
 
 #endif

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "fake_device.h"
+#include "gpt2c/profile_session.h"
+#include "profile/session.h"
 #include "gpt2c/io.h"
 #include "gpt2c/model.h"
 #include "kernels/kernels.h"
@@ -143,6 +145,28 @@ int main(void) {
     CHECK_OK(gpt2c_model_forward(a, x, y, B, T, &la));
     CHECK_OK(gpt2c_model_forward(b, x, y, B, T, &lb));
     CHECK(la == lb);
+
+    /* a profile of a model on the device: the device's hooks attach, and the
+     * roofs are the GPU's nominal peaks, never the CPU's (none known: unavailable) */
+    CHECK_OK(gpt2c_model_use_kernels(b, &FAKE));
+    gpt2c_profile_opts po = gpt2c_profile_opts_default();
+    po.counters = 0;
+    for (int rated = 0; rated < 2; rated++) {
+        fake_matmul_flops = rated ? 5e13 : 0;
+        fake_mem_bytes_per_s = rated ? 2e12 : 0;
+        gpt2c_profile_session *ps = NULL;
+        CHECK_OK(gpt2c_profile_session_begin(&ps, b, &po));
+        if (!ps) continue;
+        if (rated)
+            CHECK_MSG(ps->have_peak && ps->peak_device && fabs(ps->peak.gflops - 5e4) < 1e-6 && fabs(ps->peak.mem_gbs - 2e3) < 1e-6,
+                      "device peaks: have %d device %d %.1f GFLOP/s %.1f GB/s", ps->have_peak, ps->peak_device,
+                      ps->peak.gflops, ps->peak.mem_gbs);
+        else
+            CHECK_MSG(!ps->have_peak && strstr(ps->peak_reason, "GPU's peaks are unknown"), "no device peaks: %s",
+                      ps->peak_reason);
+        gpt2c_profile_session_free(ps);
+    }
+    fake_matmul_flops = fake_mem_bytes_per_s = 0;
 
     /* freeing a model on the device releases all device memory */
     CHECK_OK(gpt2c_model_use_kernels(b, &FAKE));

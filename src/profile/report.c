@@ -211,11 +211,15 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
               s->B, s->T, s->backend, s->nthreads, s->ntrials, s->steps_total, post);
     gpt2c_sb_printf(b, "%sstep %.2f ms (std %.2f, min %.2f, max %.2f); %.0f tokens/s%s", pre, st.mean, st.std, st.min, st.max,
               st.mean > 0 ? 1e3 * s->B * s->T / st.mean : 0, post);
-    if (s->have_peak)
+    if (s->have_peak && s->peak_device)
+        gpt2c_sb_printf(b, "%sdevice peaks (nominal: SMs x max clock x per-SM rate; DRAM bus x clock): %.1f GFLOP/s for the "
+                           "%s matmuls, memory %.1f GB/s, %s%s", pre, s->peak.gflops, s->peak.best_isa, s->peak.mem_gbs,
+                        s->peak.cpu, post);
+    else if (s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s, %d threads), memory %.1f GB/s (read stream %.1f; %d threads) (%s)%s", pre,
                   s->peak.gflops, s->peak.best_isa, s->peak.threads, s->peak.mem_gbs, s->peak.read_gbs, s->peak.bw_threads,
                   s->peak.from_cache ? "cached" : "measured now", post);
-    if (s->have_peak && s->bf16_matmuls)
+    if (s->have_peak && s->bf16_matmuls && !s->peak_device)
         gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
                         s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : s->peak.gflops,
                         s->peak.bf16_gflops > 0 ? "vdpbf16ps" : "no AVX512_BF16: emulated with fp32 FMAs", post);
@@ -279,9 +283,9 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
     gpt2c_sb_json_str(b, s->have_peak ? s->peak.cpu : (s->ctr ? gpt2c_counters_cpu(s->ctr) : "unknown"));
     gpt2c_sb_printf(b, "\",\"threads\":%d,\"peak\":", s->nthreads);
     if (s->have_peak) {
-        gpt2c_sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"mem_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"per_isa\":{",
+        gpt2c_sb_printf(b, "{\"fp32_gflops\":%.3f,\"isa\":\"%s\",\"read_gb_per_s\":%.3f,\"mem_gb_per_s\":%.3f,\"ridge_flops_per_byte\":%.4f,\"from_cache\":%s,\"source\":\"%s\",\"per_isa\":{",
                   s->peak.gflops, s->peak.best_isa, s->peak.read_gbs, s->peak.mem_gbs, s->peak.gflops / s->peak.mem_gbs,
-                  s->peak.from_cache ? "true" : "false");
+                  s->peak.from_cache ? "true" : "false", s->peak_device ? "gpu nominal" : "cpu measured");
         for (int i = 0; i < GPT2C_ISA_COUNT; i++) {
             gpt2c_sb_printf(b, "%s\"%s\":", i ? "," : "", gpt2c_isa_name((gpt2c_isa)i));
             if (s->peak.fma_gflops[i] > 0) gpt2c_sb_printf(b, "%.3f", s->peak.fma_gflops[i]);

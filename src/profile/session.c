@@ -91,6 +91,26 @@ void gpt2c_profile_session_set_tokens(gpt2c_profile_session *s, int B, int T) {
     s->T = T;
 }
 
+/* A GPU backend's roofs: its nominal peaks (SMs x max clock x per-SM rate for
+ * the precision its matmuls run in; DRAM bus width x clock), not the CPU's:
+ * the ops run on the GPU. */
+static void device_peak(gpt2c_profile_session *s, const gpt2c_kernels *k) {
+    gpt2c_device_peaks dp;
+    memset(&dp, 0, sizeof dp);
+    if (k->device_peaks(&dp) != GPT2C_OK || dp.matmul_flops <= 0 || dp.mem_bytes_per_s <= 0) {
+        snprintf(s->peak_reason, sizeof s->peak_reason, "the GPU's peaks are unknown (%s)", dp.name[0] ? dp.name : "no device");
+        return;
+    }
+    memset(&s->peak, 0, sizeof s->peak);
+    snprintf(s->peak.cpu, sizeof s->peak.cpu, "%s", dp.name);
+    s->peak.threads = s->nthreads;
+    s->peak.gflops = dp.matmul_flops * 1e-9;
+    s->peak.best_isa = strcmp(dp.matmul_precision, "tf32") == 0 ? "cuda tf32" : "cuda fp32";
+    s->peak.read_gbs = s->peak.scale_gbs = s->peak.triad_gbs = s->peak.update_gbs = s->peak.mem_gbs =
+        dp.mem_bytes_per_s * 1e-9;
+    s->have_peak = s->peak_device = 1;
+}
+
 gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_model *m, const gpt2c_profile_opts *o) {
     *out = NULL;
     gpt2c_profile_opts def = gpt2c_profile_opts_default();
@@ -137,7 +157,9 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
                 st = gpt2c_fail(GPT2C_ERR_NOMEM, "profile session: out of memory for counters");
         }
     }
-    if (st == GPT2C_OK && o->use_peak) {
+    if (st == GPT2C_OK && o->use_peak && m->k && m->k->device_peaks) {
+        device_peak(s, m->k);
+    } else if (st == GPT2C_OK && o->use_peak) {
         if (gpt2c_peak_get(s->nthreads, &s->peak, 0) == GPT2C_OK) s->have_peak = 1;
         else snprintf(s->peak_reason, sizeof s->peak_reason, "%s", gpt2c_errmsg());
     } else if (!o->use_peak) {

@@ -91,6 +91,7 @@ struct gpt2c_profile_session {
 
     gpt2c_peak peak;
     int have_peak;
+    int peak_device; /* peak holds a GPU's nominal figures (device_peaks), not the CPU's measured ones */
     int bf16_matmuls; /* the model computes its matmuls in bf16 (--precision bf16) */
     char peak_reason[256];
 

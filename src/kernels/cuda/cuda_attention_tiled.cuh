@@ -1,7 +1,10 @@
 /* Causal flash attention for 64-wide heads (every GPT-2 size), fp32 on CUDA
- * cores, as small register-tiled matrix products: the kernels of
- * cuda_attention_tiled.cu.  Included there only (a header so that the
- * device code can also be compiled on its own).
+ * cores, as small register-tiled matrix products.  Included by
+ * cuda_attention_tiled.cu (the launchers) and by
+ * tests/test_cuda_attention_emu.cpp, which compiles this device code as C++
+ * and runs it on the CPU in a SIMT emulator (tests/simt): so it uses only
+ * float4, threadIdx/blockIdx/gridDim, __syncthreads, __shfl_xor_sync, expf,
+ * logf, fmaxf and one extern __shared__ array.
  *
  * A block of 256 threads owns a tile of 64 rows (queries, or keys for dK/dV)
  * and walks the 64-row tiles of the other side that the causal mask lets
