@@ -43,6 +43,21 @@ __device__ inline void att64_load(float *dst, const float *src, size_t stride, i
     }
 }
 
+/* the next key tile of a query block: K and V rows [k0, k0 + 64) of the head
+ * at base (q at base, k at base + C, v at base + 2C; rows 3C apart), once
+ * every thread is done with the last ones */
+__device__ inline void att64_next_kv(float *Ks, float *Vs, const float *base, int C, int k0, int T) {
+    __syncthreads();
+    att64_load(Ks, base + C, 3 * (size_t)C, k0, T);
+    att64_load(Vs, base + 2 * C, 3 * (size_t)C, k0, T);
+    __syncthreads();
+}
+
+__device__ inline void att64_zero(float acc[4][4]) {
+    for (int a = 0; a < 4; a++)
+        for (int c = 0; c < 4; c++) acc[a][c] = 0.0f;
+}
+
 /* acc[a][c] += A[ty + 16a] . B[tx + 16c] over the 64 dims, d in order */
 __device__ inline void att64_abt(float acc[4][4], const float *A, const float *B) {
     const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -114,20 +129,16 @@ static __global__ void __launch_bounds__(ATT64_THREADS) att64_forward_kernel(flo
     const float *base = qkv + (size_t)b * T * C3 + h * ATT64_HS;
     att64_load(Qs, base, C3, q0, T);
     float o[4][4], m[4], l[4];
+    att64_zero(o);
     for (int a = 0; a < 4; a++) {
         m[a] = -INFINITY;
         l[a] = 0.0f;
-        for (int e = 0; e < 4; e++) o[a][e] = 0.0f;
     }
     for (int kt = 0; kt <= qt; kt++) {
         const int k0 = kt * ATT64_ROWS;
-        __syncthreads(); /* the last tile's readers are done */
-        att64_load(Ks, base + C, C3, k0, T);
-        att64_load(Vs, base + 2 * C, C3, k0, T);
-        __syncthreads();
+        att64_next_kv(Ks, Vs, base, C, k0, T);
         float s[4][4];
-        for (int a = 0; a < 4; a++)
-            for (int c = 0; c < 4; c++) s[a][c] = 0.0f;
+        att64_zero(s);
         att64_abt(s, Qs, Ks);
         for (int a = 0; a < 4; a++) {
             const int i = q0 + ty + 16 * a;
@@ -177,21 +188,18 @@ static __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dq_kernel
     att64_load(Qs, base, C3, q0, T);
     att64_load(dOs, dout + (size_t)b * T * C + h * ATT64_HS, C, q0, T);
     float lse_r[4], D_r[4], dq[4][4];
+    att64_zero(dq);
     for (int a = 0; a < 4; a++) {
         const int i = q0 + ty + 16 * a;
         lse_r[a] = i < T ? lse[(size_t)bh * T + i] : 0.0f;
         D_r[a] = i < T ? D[(size_t)bh * T + i] : 0.0f;
-        for (int e = 0; e < 4; e++) dq[a][e] = 0.0f;
     }
     for (int kt = 0; kt <= qt; kt++) {
         const int k0 = kt * ATT64_ROWS;
-        __syncthreads();
-        att64_load(Ks, base + C, C3, k0, T);
-        att64_load(Vs, base + 2 * C, C3, k0, T);
-        __syncthreads();
+        att64_next_kv(Ks, Vs, base, C, k0, T);
         float s[4][4], dp[4][4];
-        for (int a = 0; a < 4; a++)
-            for (int c = 0; c < 4; c++) s[a][c] = dp[a][c] = 0.0f;
+        att64_zero(s);
+        att64_zero(dp);
         att64_abt(s, Qs, Ks);
         att64_abt(dp, dOs, Vs);
         for (int a = 0; a < 4; a++) {
@@ -232,8 +240,8 @@ static __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dkv_kerne
     att64_load(Ks, base + C, C3, k0, T);
     att64_load(Vs, base + 2 * C, C3, k0, T);
     float dk[4][4], dv[4][4];
-    for (int a = 0; a < 4; a++)
-        for (int e = 0; e < 4; e++) dk[a][e] = dv[a][e] = 0.0f;
+    att64_zero(dk);
+    att64_zero(dv);
     for (int qt = kt; qt < ntiles; qt++) {
         const int q0 = qt * ATT64_ROWS;
         __syncthreads();
@@ -246,8 +254,8 @@ static __global__ void __launch_bounds__(ATT64_THREADS) att64_backward_dkv_kerne
         }
         __syncthreads();
         float s[4][4], dp[4][4]; /* transposed: row = key ty + 16a, column = query tx + 16c */
-        for (int a = 0; a < 4; a++)
-            for (int c = 0; c < 4; c++) s[a][c] = dp[a][c] = 0.0f;
+        att64_zero(s);
+        att64_zero(dp);
         att64_abt(s, Ks, Qs);
         att64_abt(dp, Vs, dOs);
         for (int a = 0; a < 4; a++) {
