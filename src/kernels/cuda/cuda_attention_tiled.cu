@@ -1,6 +1,7 @@
 /* Launchers of the 64-wide-head attention kernels (cuda_attention_tiled.cuh).
- * cuda_attention.cu hands them every call they can take: C = 64 NH and
- * 16-byte aligned tensors (float4 loads and stores).  GPT2C_CUDA_ATT_SIMPLE=1
+ * cuda_attention.cu hands them every call they can take: C = 64 NH,
+ * 16-byte aligned tensors (float4 loads and stores), and a GPU that gives a
+ * block 103 KiB of shared memory (sm_80, sm_90; not sm_86/89 or sm_75).  GPT2C_CUDA_ATT_SIMPLE=1
  * in the environment, or gpt2c_cuda_set_attention_tiled(0), keeps the row
  * kernels for every head size (to compare the two). */
 #include <math.h>
@@ -12,6 +13,10 @@
 #include "kernels/cuda/cuda_attention_tiled.cuh"
 
 static int g_tiled = -1; /* -1: the environment decides at the first call */
+static int g_fits = -1;  /* -1: not asked yet; 1: the device gives a block the dK/dV kernel's shared memory */
+
+/* the largest of the three kernels' shared memory (dK/dV) */
+static const size_t SMEM_DKV = sizeof(float) * (6 * (size_t)ATT64_TILE + 2 * ATT64_ROWS);
 
 extern "C" void gpt2c_cuda_set_attention_tiled(int on) { g_tiled = on != 0; }
 
@@ -20,7 +25,14 @@ int gpt2c_cuda_att64_takes(int C, int NH, const void *a, const void *b, const vo
         const char *e = getenv("GPT2C_CUDA_ATT_SIMPLE");
         g_tiled = !(e && strcmp(e, "1") == 0);
     }
-    if (!g_tiled || NH <= 0 || C != NH * ATT64_HS) return 0;
+    if (g_fits < 0) { /* 227 KiB on sm_90, 163 on sm_80; 99 on sm_86/89 and 64 on sm_75: the row kernels there */
+        int dev = 0, optin = 0;
+        g_fits = cudaGetDevice(&dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+                 (size_t)optin >= SMEM_DKV;
+        cudaGetLastError(); /* a failed query is not an op's error */
+    }
+    if (!g_tiled || !g_fits || NH <= 0 || C != NH * ATT64_HS) return 0;
     return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15) == 0;
 }
 
@@ -49,7 +61,7 @@ void gpt2c_cuda_att64_backward(float *dqkv, const float *D, const float *dout, c
                                int B, int T, int C, int NH, float scale) {
     static int ready_dq = 0, ready_dkv = 0;
     const size_t smem_dq = 5 * sizeof(float) * ATT64_TILE;
-    const size_t smem_dkv = sizeof(float) * (6 * (size_t)ATT64_TILE + 2 * ATT64_ROWS);
+    const size_t smem_dkv = SMEM_DKV;
     if (!opt_in(att64_backward_dq_kernel, smem_dq, &ready_dq) ||
         !opt_in(att64_backward_dkv_kernel, smem_dkv, &ready_dkv))
         return;

@@ -68,7 +68,7 @@ gpt2c_status gpt2c_cuda_device_init(void) {
     if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaDeviceSynchronize()) != cudaSuccess)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
                           "backend 'cuda': %s (sm_%d%d) cannot run this build's kernels: %s (rebuild with "
-                          "-DCMAKE_CUDA_ARCHITECTURES=%d%d)",
+                          "-DGPT2C_CUDA_ARCHITECTURES=%d%d)",
                           prop.name, prop.major, prop.minor, cudaGetErrorString(e), prop.major, prop.minor);
     if ((e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)) != cudaSuccess)
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend 'cuda': cudaStreamCreate: %s", cudaGetErrorString(e));
