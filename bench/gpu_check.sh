@@ -31,9 +31,10 @@ fi
 pkg-config --modversion jansson || echo "jansson: not found"
 
 step build
+mkdir -p build-gpu # the build, and this script's scratch files
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=ON -DGPT2C_MPI=OFF \
-  -DGPT2C_BLAS=OFF >build-gpu.cfg.log 2>&1 || { tail -30 build-gpu.cfg.log; exit 1; }
-grep -E '^-- +(yes|no|found|CUDA)|gpt2c:' build-gpu.cfg.log | head -20
+  -DGPT2C_BLAS=OFF >build-gpu/configure.log 2>&1 || { tail -30 build-gpu/configure.log; exit 1; }
+grep -E 'gpt2c:' build-gpu/configure.log | head -20
 cmake --build build-gpu -j"$J" --target gpt2c test_cuda_ops test_reference test_cuda_table 2>&1 | grep -E 'error|warning|Error' | head -40
 [ -x build-gpu/gpt2c ] || { echo "build failed"; exit 1; }
 G=build-gpu/gpt2c
@@ -54,9 +55,9 @@ if [ -n "${SHARDS:-}" ]; then
   step "50 steps on tinyshakespeare: cuda vs cpu"
   A=(--model gpt2 --layers 4 --heads 4 --embd 256 --ctx 256 --data "$SHARDS/ts_train_*.bin" --batch 8 --seq 256
      --lr 6e-4 --seed 1 --steps 50)
-  timeout 60 $G train "${A[@]}" --backend cuda --log cuda50.jsonl >/dev/null && echo "cuda: done"
-  timeout 120 $G train "${A[@]}" --backend cpu --log cpu50.jsonl >/dev/null && echo "cpu: done"
-  paste <(grep -o '"loss":[0-9.eE+-]*' cuda50.jsonl | cut -d: -f2) <(grep -o '"loss":[0-9.eE+-]*' cpu50.jsonl | cut -d: -f2) |
+  timeout 60 $G train "${A[@]}" --backend cuda --log build-gpu/cuda50.jsonl >/dev/null && echo "cuda: done"
+  timeout 120 $G train "${A[@]}" --backend cpu --log build-gpu/cpu50.jsonl >/dev/null && echo "cpu: done"
+  paste <(grep -o '"loss":[0-9.eE+-]*' build-gpu/cuda50.jsonl | cut -d: -f2) <(grep -o '"loss":[0-9.eE+-]*' build-gpu/cpu50.jsonl | cut -d: -f2) |
     awk '{ d = $1 - $2; if (d < 0) d = -d; r = d / $2; if (r > w) { w = r; ws = NR - 1 }; n++;
            if (NR == 1 || NR % 10 == 0) print "step " NR-1 ": cuda " $1 "  cpu " $2 }
          END { printf "steps %d, worst relative difference %.3g at step %d\n", n, w, ws }'
