@@ -13,7 +13,8 @@
 #   DEPS=dir of Debian .debs (jansson, utf8proc, pkgconf) unpacked into / when
 #        the machine lacks them;  SHARDS=dir with ts_train_*.bin / ts_val_*.bin
 #   OUT=folder for the log (default .);  PYTORCH=its precisions (default
-#   "fp32 tf32 bf16"; bf16 is compiled, about a minute)
+#   "fp32 tf32 bf16"; bf16 is compiled, about a minute);  MODELS=the models
+#   benchmarked (default d12 = GPT-2 124M; "d12 d24" adds 350M)
 set -u
 OUT=${OUT:-.}
 LOG=$OUT/gpu_check.log
@@ -63,13 +64,15 @@ if [ -n "${SHARDS:-}" ]; then
          END { printf "steps %d, worst relative difference %.3g at step %d\n", n, w, ws }'
 fi
 
-step "bench train: GPT-2 124M, B=8, T=1024: fp32, then TF32 matmuls"
-BT=(bench train --model d12 --backend cuda --batch 8 --seq 1024 --steps 10 --warmup 3)
-timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -4
-GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -3
-echo "the same two with the attention's row kernels (GPT2C_CUDA_ATT_SIMPLE=1):"
-GPT2C_CUDA_ATT_SIMPLE=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
-GPT2C_CUDA_ATT_SIMPLE=1 GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
+for model in ${MODELS:-d12}; do
+  step "bench train: $model, B=8, T=1024: fp32, then TF32 matmuls"
+  BT=(bench train --model "$model" --backend cuda --batch 8 --seq 1024 --steps 10 --warmup 3)
+  timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -4
+  GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep -v '^  (\|^   ' | tail -3
+  echo "the same two with the attention's row kernels (GPT2C_CUDA_ATT_SIMPLE=1):"
+  GPT2C_CUDA_ATT_SIMPLE=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
+  GPT2C_CUDA_ATT_SIMPLE=1 GPT2C_CUDA_TF32=1 timeout 120 $G "${BT[@]}" 2>&1 | grep '^  cuda  '
+done
 
 step "profile: GPT-2 124M, B=8, T=1024, GPU time per op (CUDA events)"
 mkdir -p "$OUT/prof"
@@ -82,12 +85,14 @@ step "compute-sanitizer memcheck: test_cuda_ops"
 timeout 100 compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/test_cuda_ops 2>&1 |
   grep -v ': bitwise equal\|^shape\|^  [a-z_]* (' | tail -30
 echo "rc=${PIPESTATUS[0]}"
-step "PyTorch on the same GPU: GPT-2 124M, B=8, T=1024"
+step "PyTorch on the same GPU: B=8, T=1024"
 if python3 -c 'import torch' 2>/dev/null; then
-  for p in ${PYTORCH:-fp32 tf32 bf16}; do
-    c=--no-compile; [ "$p" = bf16 ] && c=--compile
-    timeout 200 python3 tools/reference/bench_pytorch_gpu.py --model d12 --batch 8 --seq 1024 --precision $p $c \
-      --steps 10 --warmup 5 2>&1 | tail -1
+  for model in ${MODELS:-d12}; do
+    for p in ${PYTORCH:-fp32 tf32 bf16}; do
+      c=--no-compile; [ "$p" = bf16 ] && c=--compile
+      timeout 200 python3 tools/reference/bench_pytorch_gpu.py --model "$model" --batch 8 --seq 1024 --precision $p $c \
+        --steps 10 --warmup 5 2>&1 | tail -1
+    done
   done
 else
   echo "no torch in python3: skipped"
