@@ -156,14 +156,7 @@ static void att_row_dots(float *D, const float *g, const float *o, long ld, int 
 static _Thread_local float *tl_pair;
 static _Thread_local size_t tl_pair_cap;
 
-static float *att_pair_buffer(size_t n) {
-    if (tl_pair_cap < n) {
-        free(tl_pair);
-        tl_pair = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-        tl_pair_cap = tl_pair ? n : 0;
-    }
-    return tl_pair;
-}
+static float *att_pair_buffer(size_t n) { return gpt2c_cpu_grow_buffer(&tl_pair, &tl_pair_cap, n); }
 
 /* GPT2C_ATT_NO_PAIR_BUFFER set: no pair buffer (tests: the fallback's bits);
  * read once per call, outside the parallel loop */

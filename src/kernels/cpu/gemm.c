@@ -94,7 +94,7 @@ void gpt2c_cpu_gemm_pack_a_panel(float *dst, const float *a, long rsa, long csa,
  * allocation in later steps). */
 static _Thread_local float *tl_bbuf, *tl_abuf, *tl_apan;
 static _Thread_local size_t tl_bcap, tl_acap, tl_apcap;
-static float *grow(float **buf, size_t *cap, size_t n) {
+float *gpt2c_cpu_grow_buffer(float **buf, size_t *cap, size_t n) {
     if (*cap >= n) return *buf;
     free(*buf);
     *buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -298,8 +298,9 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
         /* sized by this call's units (the blocking may be retuned between calls) */
-        float *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kcb * NR), *ab = grow(&tl_abuf, &tl_acap, (size_t)kcb * MCU);
-        float *ap = grow(&tl_apan, &tl_apcap, (size_t)kcb * MR_MAX);
+        float *bb = gpt2c_cpu_grow_buffer(&tl_bbuf, &tl_bcap, (size_t)kcb * NR);
+        float *ab = gpt2c_cpu_grow_buffer(&tl_abuf, &tl_acap, (size_t)kcb * MCU);
+        float *ap = gpt2c_cpu_grow_buffer(&tl_apan, &tl_apcap, (size_t)kcb * MR_MAX);
         if (bb && ab && ap)
             gemm_unit(kk, kcb, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, bb, ab, ap);
         else

@@ -41,6 +41,11 @@ typedef struct {
     gemm_pack_bt_fn pack_bt; /* NULL: the generic loop */
 } gemm_isa_kernel;
 
+/* A thread's float buffer (*buf, *cap floats) grown to at least n floats,
+ * 64-byte aligned, by reallocation (contents not kept); NULL, with *cap 0,
+ * when it cannot be had.  Kept between calls: no allocation once shapes repeat. */
+float *gpt2c_cpu_grow_buffer(float **buf, size_t *cap, size_t n);
+
 /* Per-ISA micro-kernels (gemm_avx512.c, gemm_avx2.c; the scalar one is in gemm.c). */
 extern const gemm_isa_kernel gpt2c_gemm_kernel_avx512;
 extern const gemm_isa_kernel gpt2c_gemm_kernel_avx2;
