@@ -162,6 +162,17 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             break;
         }
         if (!json && strcmp(be, "blas") == 0) printf("  blas: %s\n", gpt2c_blas_describe());
+        /* a GPU backend: its own peak for its matmuls' precision, not the CPU's (-1: a host backend) */
+        const gpt2c_kernels *bk = NULL;
+        gpt2c_device_peaks dp;
+        double device_peak = -1;
+        if (gpt2c_kernels_get(be, &bk) == GPT2C_OK && bk->device_peaks) {
+            device_peak = bk->device_peaks(&dp) == GPT2C_OK ? dp.matmul_flops * 1e-9 : 0;
+            if (!json && device_peak > 0)
+                printf("  %s: %s, peak %.1f TFLOP/s for its %s matmuls (fp32 %.1f, tf32 %.1f, bf16 %.1f), %.0f GB/s\n", be,
+                       dp.name, dp.matmul_flops * 1e-12, dp.matmul_precision, dp.fp32_flops * 1e-12, dp.tf32_flops * 1e-12,
+                       dp.bf16_flops * 1e-12, dp.mem_bytes_per_s * 1e-9);
+        }
         for (int ti = 0; ti < threads.n * nprec && nres < 64; ti++) {
             const gpt2c_format prec = precs[ti % nprec]; /* precisions interleaved per thread count */
             if (gpt2c_model_set_precision(m, prec) != GPT2C_OK) {
@@ -205,16 +216,9 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
             o->cpu_ms = cpu_ms;
-            const gpt2c_kernels *bk = NULL;
-            gpt2c_device_peaks dp;
-            if (gpt2c_kernels_get(be, &bk) == GPT2C_OK && bk->device_peaks) { /* a GPU: its own peak, not the CPU's */
-                o->peak = bk->device_peaks(&dp) == GPT2C_OK ? dp.matmul_flops * 1e-9 : 0;
-                if (!json && o->peak > 0)
-                    printf("  %s: %s, peak %.1f TFLOP/s for its %s matmuls (fp32 %.1f, tf32 %.1f, bf16 %.1f), %.0f GB/s\n",
-                           be, dp.name, dp.matmul_flops * 1e-12, dp.matmul_precision, dp.fp32_flops * 1e-12,
-                           dp.tf32_flops * 1e-12, dp.bf16_flops * 1e-12, dp.mem_bytes_per_s * 1e-9);
-            } else
-                o->peak = prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt) : bench_peak_gflops(nt);
+            o->peak = device_peak >= 0           ? device_peak
+                      : prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt)
+                                               : bench_peak_gflops(nt);
         }
     }
     if (!status) {
