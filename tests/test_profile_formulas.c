@@ -82,7 +82,7 @@ int main(void) {
         s.stats = stats;
         s.have_peak = 1;
         s.peak.gflops = 100;
-        s.peak.bf16_gflops = 400;
+        s.bf16_roof = 400; /* session setup: gpt2c_peak_bf16_roof */
         s.peak.mem_gbs = 10;
         const int g = G_STEP;
         stats[g * F_COUNT + F_FLOPS] = (gpt2c_stat){1e9, 0, 1e9, 1e9, 1};
@@ -92,10 +92,10 @@ int main(void) {
         CHECK(fabs(gpt2c_prof_compute_roof(&s, g) - 1e9 / 5.5e6) < 1e-6);
         stats[g * F_COUNT + F_BF16_FLOPS].mean = 1e9; /* all in bf16: the bf16 roof */
         CHECK(NEAR(gpt2c_prof_compute_roof(&s, g), 400));
-        s.peak.bf16_gflops = 0; /* no AVX512_BF16: emulated with fp32 FMAs */
+        s.bf16_roof = 0; /* bf16 on fp32 FMAs (no AVX512_BF16, or FMAs the faster): the fp32 roof */
         CHECK(NEAR(gpt2c_prof_compute_roof(&s, g), 100));
         /* bound: intensity 30 FLOP/B is under the bf16 ridge (400/10) but over fp32's (100/10) */
-        s.peak.bf16_gflops = 400;
+        s.bf16_roof = 400;
         stats[g * F_COUNT + F_AI] = (gpt2c_stat){30, 0, 30, 30, 1};
         CHECK(!strcmp(gpt2c_prof_bound(&s, g), "memory-bound"));
         s.bf16_matmuls = 0;

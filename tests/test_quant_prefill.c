@@ -21,6 +21,7 @@
 #include "gpt2c/cpu.h"
 #include "gpt2c/quant.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "lib/quant_case.h"
 #include "testutil.h"
@@ -51,15 +52,19 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
     float *got = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
     double *exact = malloc(sizeof(double) * N * OC);
     uint16_t *xb = malloc(sizeof(uint16_t) * N * IC);
+    float *xs = malloc(gpt2c_bf16_in_row_bytes(GPT2C_BF16_IN_F32_SWAPPED, IC) * (size_t)N);
     for (int i = 0; i < N * OC; i++) exact[i] = act ? gelu(c.exact[i]) : c.exact[i];
     int fails = 0;
     if (gpt2c_qmatmul_set_bf16_prefill(1)) {
         /* the reference bf16 GEMM of the dequantized weights: out (N, OC) = x (N, IC) deq^T + bias */
         gpt2c_ref_gemm_bf16(N, OC, IC, x, IC, 1, deq, 1, IC, ref, OC, b, 0);
-        for (int pass = 0; pass < 2; pass++) { /* fp32 input rows, then rows already rounded to bf16 */
+        /* fp32 input rows, then rows already rounded: bf16 rows, swapped fp32 rows (kernels/bf16_rows.h) */
+        for (int pass = 0; pass < 3; pass++) {
             for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
+            gpt2c_bf16_in_rows(xs, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
             for (int i = 0; i < N * OC; i++) got[i] = NAN;
-            if (!run_ranges(got, pass ? (const void *)xb : (const void *)x, pass, &t, b, N, act, step)) {
+            const void *in = pass == 0 ? (const void *)x : pass == GPT2C_BF16_IN_ROWS ? (const void *)xb : (const void *)xs;
+            if (!run_ranges(got, in, pass, &t, b, N, act, step)) {
                 fprintf(stderr, "bf16 %s: a range was refused\n", name);
                 fails++;
                 continue;
@@ -76,20 +81,28 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
                 fprintf(stderr,
                         "bf16 %s block %d N=%d IC=%d OC=%d act=%d step %d input %s: %.3g against the bf16 reference GEMM, "
                         "%.3g against the exact product (bound 8e-3, > 0)\n",
-                        name, block, N, IC, OC, act, step, pass ? "bf16" : "fp32", vs_ref, vs_exact);
+                        name, block, N, IC, OC, act, step, pass == 0 ? "fp32" : pass == 1 ? "bf16 rows" : "swapped rows",
+                        vs_ref, vs_exact);
                 fails++;
             }
         }
     }
     if (N * OC * IC <= 1 << 20) { /* the no-memory fallback: the same bits, no GELU (its own tanhf) */
         gpt2c_ref_gemm_bf16(N, OC, IC, x, IC, 1, deq, 1, IC, ref, OC, b, 0);
-        for (int i = 0; i < N * OC; i++) got[i] = NAN;
-        for (int o0 = 0; o0 < OC; o0 += step)
-            gpt2c_qmatmul_prefill_bf16_unbuffered(got, x, 0, &t, b, N, 0, o0, o0 + step < OC ? o0 + step : OC);
-        if (memcmp(got, ref, sizeof(float) * N * OC) != 0) {
-            fprintf(stderr, "bf16 %s block %d N=%d IC=%d OC=%d: the unbuffered fallback differs from the bf16 reference GEMM\n",
-                    name, block, N, IC, OC);
-            fails++;
+        for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
+        gpt2c_bf16_in_rows(xs, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
+        for (int form = 0; form < 3; form++) { /* fp32, bf16 rows, swapped rows */
+            const void *in = form == 0 ? (const void *)x : form == GPT2C_BF16_IN_ROWS ? (const void *)xb : (const void *)xs;
+            for (int i = 0; i < N * OC; i++) got[i] = NAN;
+            for (int o0 = 0; o0 < OC; o0 += step)
+                gpt2c_qmatmul_prefill_bf16_unbuffered(got, in, form, &t, b, N, 0, o0, o0 + step < OC ? o0 + step : OC);
+            if (memcmp(got, ref, sizeof(float) * N * OC) != 0) {
+                fprintf(stderr,
+                        "bf16 %s block %d N=%d IC=%d OC=%d input form %d: the unbuffered fallback differs from the bf16 "
+                        "reference GEMM\n",
+                        name, block, N, IC, OC, form);
+                fails++;
+            }
         }
     }
     gpt2c_qmatmul_set_bf16_prefill(0);
@@ -115,7 +128,7 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
         fails++;
     }
     quant_case_free(&c);
-    free(got), free(ref), free(exact), free(xb);
+    free(got), free(ref), free(exact), free(xb), free(xs);
     return fails;
 }
 

@@ -2,8 +2,9 @@
  *
  * FMA peak: fp32 fused multiply-adds on independent accumulators (enough to
  * cover the FMA latency on every pipe), on all requested threads, per ISA the
- * CPU supports (avx512, avx2, scalar).  Each figure
- * is the median of several runs.  bf16 peak: the same with vdpbf16ps where
+ * CPU supports (avx512, avx2, scalar).  Each figure (these and the
+ * bandwidths) is the fastest of several runs: a ceiling, which a neighbour
+ * on the machine can only lower, so an op measured later does not exceed it.  bf16 peak: the same with vdpbf16ps where
  * the CPU has AVX512_BF16 (0 elsewhere: the bf16 GEMM is then emulated with
  * fp32 FMAs and its ceiling is the fp32 FMA peak).  Results are cached in
  * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json; JSON, with
@@ -35,7 +36,7 @@ typedef struct gpt2c_peak {
     int bw_threads;   /* threads the bandwidth probes ran on */
     int bw_mib;       /* MiB per probe array */
     char build[64];   /* the build these were measured with (part of the cache key): type, sanitizers */
-    int runs;           /* runs per figure (median taken) */
+    int runs;           /* runs per figure (the fastest taken) */
     int from_cache;     /* 1 if read from the cache file */
     char cache_path[512];
 } gpt2c_peak;
@@ -55,10 +56,15 @@ int gpt2c_peak_cached(int threads, gpt2c_peak *out);
 /* The build tag peaks are keyed by: "<CMake build type>[+asan][+ubsan]", e.g. "Release". */
 const char *gpt2c_peak_build(void);
 
+/* The ceiling of the cpu backend's bf16 matmuls on `isa`: the vdpbf16ps peak
+ * where they run on vdpbf16ps (the CPU has it and it is the faster there),
+ * else the FMA peak of `isa` (they then run on fp32 FMAs). */
+double gpt2c_peak_bf16_roof(const gpt2c_peak *p, gpt2c_isa isa);
+
 /* Measures without touching the cache. */
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);
 
-/* The FMA peak of `isa` (bf16: the vdpbf16ps peak where the CPU has
+/* The FMA peak of `isa` (bf16: the vdpbf16ps loop's where the CPU has
  * AVX512_BF16, else the FMA one, the ceiling of the emulated bf16 GEMM) on
  * `threads` threads, from a short burst of about `seconds` (the fastest of
  * three), uncached: a "local peak" taken right next to a timed operation, so

@@ -103,19 +103,21 @@ int gpt2c_qmatmul_set_int8_act(int on);
  *        bf16 GEMM (gemm_bf16.h) of the dequantized weights;
  *   fp32 (GPT2C_QUANT_ACT=f32 or set_bf16_prefill(0), or no AVX512_BF16):
  *        the fp32 GEMM of exactly the dequantized weights.
- * inp: N rows of IC fp32, or (in_bf16, only where the bf16 path runs) of IC
- * bf16 values already rounded.  Returns 1 when it computed the range, 0 when
+ * inp: N rows of IC fp32 (in_form 0), or (only where the bf16 path runs)
+ * the rows already rounded, in_form naming their form (kernels/bf16_rows.h:
+ * 1 = GPT2C_BF16_IN_ROWS, IC bf16 values; 2 = GPT2C_BF16_IN_F32_SWAPPED, the
+ * form the cpu table asks for where its bf16 GEMM runs on FMAs).  Returns 1 when it computed the range, 0 when
  * the caller must (too few rows, no AVX-512, no memory).
  * gpt2c_qmatmul_bf16_prefill: whether the bf16 path is in use; set_ asks for
  * it (granted only where AVX512_BF16 runs) and returns the same. */
 enum { GPT2C_QMATMUL_PREFILL_ROWS = 16 };
-int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w, const float *bias,
+int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_form, const gpt2c_tensor *w, const float *bias,
                                 int N, int act, int o0, int o1);
 int gpt2c_qmatmul_bf16_prefill(void);
 int gpt2c_qmatmul_set_bf16_prefill(int on);
 /* The bf16 path's fallback when its buffer cannot be allocated (the same
  * sums, one output at a time, no memory at all); exposed for tests. */
-void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w,
+void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_form, const gpt2c_tensor *w,
                                            const float *bias, int N, int act, int o0, int o1);
 /* The int8-activation scheme in plain C (its oracle in tests). */
 void gpt2c_qmatmul_range_int8_scalar(float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N,

@@ -6,6 +6,7 @@
 #include "cli/run_arg.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
+#include "kernels/cpu/bf16_engine.h"
 
 int bench_peak(int argc, char **argv) {
     int threads = 0, remeasure = 0, runs = 5, nocache = 0;
@@ -13,7 +14,7 @@ int bench_peak(int argc, char **argv) {
         THREADS_ARG_OPT(threads, "threads, 0 = all cores"),
         {"--remeasure", CLI_FLAG, &remeasure, "ignore the cache and measure again", 0, 0},
         {"--no-cache", CLI_FLAG, &nocache, "measure without reading or writing the cache", 0, 0},
-        {"--runs", CLI_INT, &runs, "runs per figure when measuring, median taken", 1, 32},
+        {"--runs", CLI_INT, &runs, "runs per figure when measuring, the fastest taken", 1, 32},
     };
     int rc = cli_parse("bench peak", argc, argv, opts, CLI_NOPTS(opts), NULL);
     if (rc) return rc;
@@ -25,7 +26,11 @@ int bench_peak(int argc, char **argv) {
         if (p.fma_gflops[i] > 0) printf("fp32 %-7s %10.1f GFLOP/s%s\n", gpt2c_isa_name((gpt2c_isa)i), p.fma_gflops[i], i == GPT2C_ISA_SCALAR ? "  (mul+add, no FMA)" : "  (FMA)");
         else printf("fp32 %-7s    unavailable: not supported by this CPU\n", gpt2c_isa_name((gpt2c_isa)i));
     }
-    if (p.bf16_gflops > 0) printf("bf16 avx512 %9.1f GFLOP/s  (vdpbf16ps)\n", p.bf16_gflops);
+    if (p.bf16_gflops > 0) {
+        printf("bf16 avx512 %9.1f GFLOP/s  (vdpbf16ps)\n", p.bf16_gflops);
+        if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && gpt2c_cpu_bf16_use_dp() >= 0)
+            printf("bf16 engine  %s\n", gpt2c_cpu_bf16_engine_note());
+    }
     else printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
     printf("read bw    %10.1f GB/s  (read stream, a sum: bounds decode)\n", p.read_gbs);
     printf("scale bw   %10.1f GB/s  (dst = s*src, bytes read + written)\n", p.scale_gbs);
@@ -34,7 +39,7 @@ int bench_peak(int argc, char **argv) {
     printf("memory bw  %10.1f GB/s  (the best of the four: the roofline's memory ceiling; %d threads, %d MiB arrays)\n",
            p.mem_gbs, p.bw_threads, p.bw_mib);
     printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.mem_gbs, p.best_isa);
-    printf("source     %s%s (median of %d runs)\n", p.from_cache ? "cache " : "measured",
+    printf("source     %s%s (fastest of %d runs)\n", p.from_cache ? "cache " : "measured",
            p.from_cache ? p.cache_path : (p.cache_path[0] ? ", cached" : ", not cached"), p.runs);
     return 0;
 }
@@ -48,6 +53,5 @@ double bench_peak_gflops(int threads) {
 double bench_peak_bf16_gflops(int threads) {
     gpt2c_peak p;
     if (gpt2c_peak_get(threads, &p, 0) != GPT2C_OK) return 0;
-    const gpt2c_isa isa = gpt2c_cpu_isa();
-    return isa == GPT2C_ISA_AVX512 && p.bf16_gflops > 0 ? p.bf16_gflops : p.fma_gflops[isa];
+    return gpt2c_peak_bf16_roof(&p, gpt2c_cpu_isa());
 }

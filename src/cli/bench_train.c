@@ -263,8 +263,8 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                    mb.lora_state, mb.lora_acts);
         else {
             printf("  (%%peak: of the FMA peak measured now for isa %s at that thread count (/bf16 rows: of the bf16 GEMM's\n"
-                   "   ceiling, vdpbf16ps where the CPU has it; a GPU row: of the GPU's dense peak above, from its SMs and\n"
-                   "   max clock); cpu_ms: process CPU time per\n"
+                   "   ceiling: vdpbf16ps's where they run on it, else the FMA peak; a GPU row: of the GPU's dense peak\n"
+                   "   above, from its SMs and max clock); cpu_ms: process CPU time per\n"
                    "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
                    gpt2c_isa_name(gpt2c_cpu_isa()));
             printf("  memory: peak RSS %.1f MiB; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "

@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/precision.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "kernels/kernels.h"
 
 int precision_arg_check(const char *cmd, const char *precision, const char *backends) {
@@ -43,6 +44,9 @@ const char *precision_run_tag(gpt2c_format p, const char *backend) {
 #if defined(__x86_64__)
     if (backend && strcmp(backend, "cpu") == 0 && !gpt2c_cpu_has_avx512bf16())
         return " (bf16 precision; no AVX512_BF16 on this CPU: bf16 GEMMs do fp32's FMAs, bf16 saves memory, not arithmetic)";
+    if (backend && strcmp(backend, "cpu") == 0 && gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && !gpt2c_cpu_bf16_use_dp())
+        return " (bf16 precision; vdpbf16ps measured slower than fp32 FMAs on this CPU: bf16 GEMMs do FMAs, bf16 saves memory, "
+               "not arithmetic)";
 #endif
     (void)backend;
     return " (bf16 precision)";

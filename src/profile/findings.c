@@ -7,7 +7,7 @@
 #include "profile/session.h"
 
 double gpt2c_prof_compute_roof(const gpt2c_profile_session *s, int g) {
-    const double pf = s->peak.gflops, pb = s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : pf;
+    const double pf = s->peak.gflops, pb = s->bf16_roof > 0 ? s->bf16_roof : pf;
     if (!s->bf16_matmuls || !S_have(s, g, F_FLOPS)) return pf;
     const double f = S_mean(s, g, F_FLOPS), fb = S_have(s, g, F_BF16_FLOPS) ? S_mean(s, g, F_BF16_FLOPS) : 0;
     return f > 0 ? f / (fb / pb + (f - fb) / pf) : pf;

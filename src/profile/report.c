@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kernels/cpu/bf16_engine.h"
 #include "profile/session.h"
 #include "profile/html_page.h"
 #include "profile/table.h"
@@ -221,8 +222,8 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                   s->peak.from_cache ? "cached" : "measured now", post);
     if (s->have_peak && s->bf16_matmuls && !s->peak_device)
         gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
-                        s->peak.bf16_gflops > 0 ? s->peak.bf16_gflops : s->peak.gflops,
-                        s->peak.bf16_gflops > 0 ? "vdpbf16ps" : "no AVX512_BF16: emulated with fp32 FMAs", post);
+                        s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops,
+                        gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)

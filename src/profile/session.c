@@ -160,8 +160,11 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     if (st == GPT2C_OK && o->use_peak && m->k && m->k->device_peaks) {
         device_peak(s, m->k);
     } else if (st == GPT2C_OK && o->use_peak) {
-        if (gpt2c_peak_get(s->nthreads, &s->peak, 0) == GPT2C_OK) s->have_peak = 1;
-        else snprintf(s->peak_reason, sizeof s->peak_reason, "%s", gpt2c_errmsg());
+        if (gpt2c_peak_get(s->nthreads, &s->peak, 0) == GPT2C_OK) {
+            s->have_peak = 1;
+            s->bf16_roof = gpt2c_peak_bf16_roof(&s->peak, gpt2c_cpu_isa());
+        } else
+            snprintf(s->peak_reason, sizeof s->peak_reason, "%s", gpt2c_errmsg());
     } else if (!o->use_peak) {
         snprintf(s->peak_reason, sizeof s->peak_reason, "not requested");
     }

@@ -92,6 +92,7 @@ struct gpt2c_profile_session {
     gpt2c_peak peak;
     int have_peak;
     int peak_device; /* peak holds a GPU's nominal figures (device_peaks), not the CPU's measured ones */
+    double bf16_roof; /* the bf16 matmuls' ceiling, GFLOP/s (gpt2c_peak_bf16_roof: its engine's peak); 0: peak.gflops */
     int bf16_matmuls; /* the model computes its matmuls in bf16 (--precision bf16) */
     char peak_reason[256];
 

@@ -146,7 +146,7 @@ void gpt2c_prof_svg_attn_ffn(gpt2c_profile_session *s, sbuf *b) {
 void gpt2c_prof_svg_roofline(gpt2c_profile_session *s, sbuf *b) {
     const int X0 = 70, X1 = 740, Y0 = 440, Y1 = 40;
     const double ai_lo = 0.01, ai_hi = 1000;
-    const double pbf = s->bf16_matmuls && s->peak.bf16_gflops > s->peak.gflops ? s->peak.bf16_gflops : 0;
+    const double pbf = s->bf16_matmuls && s->bf16_roof > s->peak.gflops ? s->bf16_roof : 0;
     double g_hi = s->have_peak ? (pbf > 0 ? pbf : s->peak.gflops) * 2 : 1000, g_lo = g_hi / 1e5;
     head(b, "svg-roofline", 480, "Roofline: achieved GFLOP/s vs arithmetic intensity (per op kind)");
 #define XP(ai) (X0 + (X1 - X0) * (log10(ai) - log10(ai_lo)) / (log10(ai_hi) - log10(ai_lo)))

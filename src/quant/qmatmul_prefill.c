@@ -5,7 +5,8 @@
  *
  *   bf16 (default where AVX512_BF16 runs): the rows are dequantized and
  *        rounded to bf16 (nearest even, exactly as the bf16 GEMM rounds an
- *        fp32 operand) and the bf16 GEMM (vdpbf16ps, gemm_bf16.h) multiplies
+ *        fp32 operand) and the bf16 GEMM (gemm_bf16.h; vdpbf16ps, or FMAs where
+ *        those are the faster, bf16_engine.h) multiplies
  *        them with the activations rounded to bf16, fp32 accumulation: the
  *        bf16 GEMM of the dequantized weights, bit for bit, at bf16 speed;
  *        half the buffer of fp32.
@@ -27,8 +28,12 @@
 
 static int bf16_want = -1; /* -1: from GPT2C_QUANT_ACT on first use */
 
+/* Where AVX512_BF16 runs; GPT2C_QUANT_BF16_PREFILL=1 grants it on any AVX-512
+ * CPU (its GEMM then runs on FMAs: the same bits; the tests use it to cover
+ * that path, which a CPU whose vdpbf16ps is the slower takes, bf16_engine.h). */
 static int bf16_runs_here(void) {
-    return gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && gpt2c_cpu_has_avx512bf16();
+    const char *e = getenv("GPT2C_QUANT_BF16_PREFILL");
+    return gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && (gpt2c_cpu_has_avx512bf16() || (e && strcmp(e, "1") == 0));
 }
 
 int gpt2c_qmatmul_bf16_prefill(void) {
@@ -49,9 +54,10 @@ static float bf(float f) { return gpt2c_bf16_to_f32(gpt2c_bf16_from_f32(f)); }
 /* No memory for the weight rows: the same sums (gemm_bf16.h's pair
  * arithmetic) one output at a time, each weight row dequantized on the
  * stack (gpt2c_quant_unpack_row: the values of gpt2c_quant_unpack). */
-void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w,
+void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_form, const gpt2c_tensor *w,
                                            const float *bias, int N, int act, int o0, int o1) {
     const int64_t IC = w->cols, OC = w->rows;
+    const int64_t ldw = IC + (IC & 1); /* a swapped row's floats (kernels/bf16_rows.h) */
     float wr[IC];
     for (int o = o0; o < o1; o++) {
         gpt2c_quant_unpack_row(w, o, wr);
@@ -59,8 +65,9 @@ void gpt2c_qmatmul_prefill_bf16_unbuffered(float *out, const void *inp, int in_b
             float acc = bias ? bias[o] : 0.0f;
             for (int64_t k = 0; k < IC; k += 2) /* IC is a multiple of 32 */
                 for (int64_t j = k + 1; j >= k; j--) {
-                    const size_t xi = (size_t)(n * IC + j);
-                    const float x = in_bf16 ? gpt2c_bf16_to_f32(((const uint16_t *)inp)[xi]) : bf(((const float *)inp)[xi]);
+                    const float x = in_form == GPT2C_BF16_IN_ROWS ? gpt2c_bf16_to_f32(((const uint16_t *)inp)[n * IC + j])
+                                    : in_form == GPT2C_BF16_IN_F32_SWAPPED ? ((const float *)inp)[n * ldw + (j ^ 1)]
+                                                                           : bf(((const float *)inp)[n * IC + j]);
                     acc += x * bf(wr[j]); /* an exact product, one rounded add */
                 }
             if (act == GPT2C_ACT_GELU)
@@ -84,7 +91,7 @@ static void *buffer(size_t bytes) {
 }
 #endif
 
-int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_bf16, const gpt2c_tensor *w, const float *bias,
+int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_form, const gpt2c_tensor *w, const float *bias,
                                 int N, int act, int o0, int o1) {
 #if defined(__x86_64__)
     if (N < GPT2C_QMATMUL_PREFILL_ROWS || o1 <= o0 || gpt2c_cpu_isa() != GPT2C_ISA_AVX512) return 0;
@@ -93,21 +100,23 @@ int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_bf16, const 
     if (gpt2c_qmatmul_bf16_prefill()) {
         uint16_t *wb = buffer(sizeof(uint16_t) * (size_t)R * (size_t)IC);
         if (!wb) { /* no memory (and inp may be bf16, which the fused kernels do not take) */
-            gpt2c_qmatmul_prefill_bf16_unbuffered(out, inp, in_bf16, w, bias, N, act, o0, o1);
+            gpt2c_qmatmul_prefill_bf16_unbuffered(out, inp, in_form, w, bias, N, act, o0, o1);
             return 1;
         }
         gpt2c_quant_unpack_rows_bf16_avx512(w, o0, o1, wb);
-        gpt2c_cpu_matmul_bf16_range(out + o0, inp, in_bf16 ? GPT2C_BF16_IN_ROWS : 0, wb, b, N, IC, OC, act, 0, R);
+        /* the input in the form the bf16 GEMM's engine reads (bf16 rows, or
+         * swapped fp32 rows for the FMA engine: bf16_engine.h) */
+        gpt2c_cpu_matmul_bf16_range(out + o0, inp, in_form, wb, b, N, IC, OC, act, 0, R);
         return 1;
     }
-    if (in_bf16) return 0; /* bf16 rows are only passed where the bf16 path runs */
+    if (in_form) return 0; /* rounded rows are only passed where the bf16 path runs */
     float *wf = buffer(sizeof(float) * (size_t)R * (size_t)IC);
     if (!wf) return 0;
     gpt2c_quant_unpack_rows_avx512(w, o0, o1, wf);
     gpt2c_cpu_infer_matmul_avx512(out + o0, (const float *)inp, wf, b, N, IC, OC, act, 0, R);
     return 1;
 #else
-    (void)out, (void)inp, (void)in_bf16, (void)w, (void)bias, (void)N, (void)act, (void)o0, (void)o1;
+    (void)out, (void)inp, (void)in_form, (void)w, (void)bias, (void)N, (void)act, (void)o0, (void)o1;
     return 0;
 #endif
 }

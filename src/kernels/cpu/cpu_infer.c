@@ -61,17 +61,18 @@ static void matmul_gemm_avx2(float *out, const float *inp, const float *w, const
  * table's formats mask says so) */
 static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_tensor *wt, const float *bias, int N,
                                    int IC, int OC, int act, int o0, int o1) {
-    const int in_form = act & GPT2C_ACT_IN_BF16 ? in_bf16_form : 0, in_bf16 = in_form != 0;
+    const int in_form = act & GPT2C_ACT_IN_BF16 ? in_bf16_form : 0;
     act &= ~GPT2C_ACT_IN_BF16;
     if (wt->fmt == GPT2C_FMT_BF16) {
         gpt2c_cpu_matmul_bf16_range(out, inp, in_form, (const uint16_t *)wt->data, bias, N, IC, OC, act, o0, o1);
         return;
     }
-    /* (quantized weights get bf16 rows only where the bf16 prefill runs,
-     * which needs AVX512_BF16: the form is then GPT2C_BF16_IN_ROWS) */
+    /* (quantized weights get rounded rows only where the bf16 prefill runs,
+     * which needs AVX512_BF16; their form is the one the bf16 GEMM's engine
+     * reads: swapped fp32 rows where it runs on FMAs, bf16_engine.h) */
     if (gpt2c_format_is_quantized(wt->fmt)) {
         /* prefill: the range's rows dequantized once, then the bf16 or fp32 GEMM over all N rows */
-        if (use_avx512 && gpt2c_qmatmul_prefill_range(out, inp, in_bf16, wt, bias, N, act, o0, o1)) return;
+        if (use_avx512 && gpt2c_qmatmul_prefill_range(out, inp, in_form, wt, bias, N, act, o0, o1)) return;
         gpt2c_qmatmul_range(out, inp, wt, bias, N, act, o0, o1);
         return;
     }

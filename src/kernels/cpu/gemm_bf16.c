@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_engine.h"
 
 #define MR_MAX 6
 #define NR_MAX 64
@@ -76,15 +77,13 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
 }
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL, NULL, NULL};
 
-static int g_has_bf16 = -1;
 const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (g_has_bf16 < 0) g_has_bf16 = gpt2c_cpu_has_avx512bf16();
-    if (isa == GPT2C_ISA_AVX512) return g_has_bf16 ? &gpt2c_gemm_bf16_kernel_avx512bf16 : &gpt2c_gemm_bf16_kernel_avx512f;
+    if (isa == GPT2C_ISA_AVX512) /* vdpbf16ps where the CPU has it and it is the faster (bf16_engine.h) */
+        return gpt2c_cpu_bf16_use_dp() ? &gpt2c_gemm_bf16_kernel_avx512bf16 : &gpt2c_gemm_bf16_kernel_avx512f;
     if (isa == GPT2C_ISA_AVX2) return &gpt2c_gemm_bf16_kernel_avx2;
 #else
     (void)isa;
-    (void)g_has_bf16;
 #endif
     return &gpt2c_gemm_bf16_kernel_scalar;
 }

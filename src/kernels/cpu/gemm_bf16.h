@@ -82,7 +82,8 @@ extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2;       /* emulated
 extern const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar;     /* portable C */
 
 /* The kernel gpt2c_cpu_gemm_bf16 uses for `isa` (avx512 -> vdpbf16ps when the CPU
- * has AVX512_BF16, else the emulated one). */
+ * has AVX512_BF16 and it is the faster there (bf16_engine.h), else the
+ * emulated one). */
 const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa);
 
 /* Blocking of the driver (elements; any values give the same results). */

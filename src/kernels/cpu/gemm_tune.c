@@ -6,7 +6,7 @@
  * $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json; JSON via
  * jansson, without it nothing is kept), sections "fp32" and "bf16", under the
  * CPU signature (gpt2c_cpu_signature), the kernel, the thread count and the
- * build type.  A tune timed on a loaded machine is not kept (gemm_tune.h:
+ * build type (and a section "bf16_engine" for bf16_engine.c's choice).  A tune timed on a loaded machine is not kept (gemm_tune.h:
  * peak bursts before, during and after it must agree with each other and with
  * the cached peak, and the winner's re-timings with each other; one retry):
  * the cache-size guess stays, recorded as provisional so that processes
@@ -101,7 +101,9 @@ static int cache_read(const char *path, const char *sec, const char *k, gemm_bf1
     json_decref(root);
     return ok;
 }
-static void cache_write(const char *path, const char *dir, const char *sec, const char *k, const tune_entry *t) {
+/* Sets entry k of section sec to e (taking it), written to a temporary file
+ * renamed over the cache: a failed write leaves the old file. */
+static void cache_store(const char *path, const char *dir, const char *sec, const char *k, json_t *e) {
     char parent[600];
     snprintf(parent, sizeof parent, "%s", dir);
     char *slash = strrchr(parent, '/');
@@ -109,7 +111,10 @@ static void cache_write(const char *path, const char *dir, const char *sec, cons
         *slash = 0;
         mkdir(parent, 0755);
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        json_decref(e);
+        return;
+    }
     json_t *root = json_load_file(path, 0, NULL);
     if (!json_is_object(root)) {
         json_decref(root);
@@ -117,6 +122,13 @@ static void cache_write(const char *path, const char *dir, const char *sec, cons
     }
     json_t *bf = json_object_get(root, sec);
     if (!json_is_object(bf)) json_object_set_new(root, sec, bf = json_object());
+    json_object_set_new(bf, k, e);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (json_dump_file(root, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) remove(tmp);
+    json_decref(root);
+}
+static void cache_write(const char *path, const char *dir, const char *sec, const char *k, const tune_entry *t) {
     json_t *e = json_pack("{s:i, s:i, s:i}", "kc", t->b.kc, "mc", t->b.mc, "nc", t->b.nc);
     if (t->refused) {
         json_object_set_new(e, "refused", json_string(t->refused));
@@ -124,11 +136,30 @@ static void cache_write(const char *path, const char *dir, const char *sec, cons
     } else {
         json_object_set_new(e, "tuned_gflops", json_real(t->gflops));
     }
-    json_object_set_new(bf, k, e);
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(root, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) remove(tmp);
+    cache_store(path, dir, sec, k, e);
+}
+int gpt2c_cpu_gemm_cache_get(const char *sec, const char *k, const char *const *names, double *v, int n) {
+    char path[512], dir[512];
+    cache_file(path, sizeof path, dir, sizeof dir);
+    if (!path[0]) return 0;
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *e = json_object_get(json_object_get(root, sec), k);
+    int ok = json_is_object(e);
+    for (int i = 0; ok && i < n; i++) {
+        json_t *x = json_object_get(e, names[i]);
+        ok = json_is_number(x);
+        if (ok) v[i] = json_number_value(x);
+    }
     json_decref(root);
+    return ok;
+}
+void gpt2c_cpu_gemm_cache_put(const char *sec, const char *k, const char *const *names, const double *v, int n) {
+    char path[512], dir[512];
+    cache_file(path, sizeof path, dir, sizeof dir);
+    if (!path[0]) return;
+    json_t *e = json_object();
+    for (int i = 0; i < n; i++) json_object_set_new(e, names[i], json_real(v[i]));
+    cache_store(path, dir, sec, k, e);
 }
 #else
 static int cache_read(const char *path, const char *sec, const char *k, gemm_bf16_blocking *b, int *provisional) {
@@ -138,6 +169,13 @@ static int cache_read(const char *path, const char *sec, const char *k, gemm_bf1
 }
 static void cache_write(const char *path, const char *dir, const char *sec, const char *k, const tune_entry *t) {
     (void)path, (void)dir, (void)sec, (void)k, (void)t;
+}
+int gpt2c_cpu_gemm_cache_get(const char *sec, const char *k, const char *const *names, double *v, int n) {
+    (void)sec, (void)k, (void)names, (void)v, (void)n;
+    return 0;
+}
+void gpt2c_cpu_gemm_cache_put(const char *sec, const char *k, const char *const *names, const double *v, int n) {
+    (void)sec, (void)k, (void)names, (void)v, (void)n;
 }
 #endif
 
@@ -235,6 +273,7 @@ static int cmp_dbl(const void *a, const void *b) {
 enum { TUNE_MAX = 40, TUNE_RETIME = 3, TUNE_BURSTS = 6 };
 typedef struct {
     int bf16;
+    int dp; /* the bf16 kernel is vdpbf16ps: its bursts are of that loop */
     gpt2c_isa isa;
     const tune_data *td;
     tune_set_fn set;
@@ -271,7 +310,7 @@ static int tune_time_left(const tune_state *s, double budget_s) {
 /* Two short peak bursts (FMA, or vdpbf16ps for the bf16 kernel that uses it) */
 static void tune_bursts(tune_state *s) {
     for (int i = 0; i < 2 && s->nb < TUNE_BURSTS; i++)
-        s->bursts[s->nb++] = gpt2c_peak_burst_gflops(s->isa, s->bf16, omp_get_max_threads(), 0.03);
+        s->bursts[s->nb++] = gpt2c_peak_burst_gflops(s->isa, s->dp, omp_get_max_threads(), 0.03);
 }
 
 /* bf16 sweep: K block x rows, at the guess's nc: kc x {1, 2/3, 4/3, 1/2, 2,
@@ -393,11 +432,9 @@ static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16
     }
     gpt2c_peak pk;
     double cached_peak = 0;
-    if (gpt2c_peak_cached(omp_get_max_threads(), &pk)) {
-        const int dp = bf16 && strcmp(gpt2c_cpu_gemm_bf16_kernel(isa)->name, "avx512bf16") == 0;
-        cached_peak = dp ? pk.bf16_gflops : pk.fma_gflops[isa];
-    }
-    s->bf16 = bf16, s->isa = isa, s->td = &td, s->set = set, s->guess = guess;
+    const int dp = bf16 && strcmp(gpt2c_cpu_gemm_bf16_kernel(isa)->name, "avx512bf16") == 0;
+    if (gpt2c_peak_cached(omp_get_max_threads(), &pk)) cached_peak = dp ? pk.bf16_gflops : pk.fma_gflops[isa];
+    s->bf16 = bf16, s->dp = dp, s->isa = isa, s->td = &td, s->set = set, s->guess = guess;
     s->slow = (time_workload(bf16, isa, &td), time_workload(bf16, isa, &td)) * 16 > 0.25; /* warm-up; ~16 GFLOP */
     char why[300] = "";
     int steady = 0;

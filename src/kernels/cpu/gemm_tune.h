@@ -26,4 +26,10 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
  * cache-size blocking is kept", "not tuned (...)"; "" before any. */
 const char *gpt2c_cpu_gemm_tune_note(int bf16);
 
+/* The GEMM cache's other per-CPU entries (gemm.json; bf16_engine.c): number
+ * fields `names` of entry k in section sec.  get: 1 if all n are there (v
+ * set); put replaces the entry.  Without jansson nothing is kept. */
+int gpt2c_cpu_gemm_cache_get(const char *sec, const char *k, const char *const *names, double *v, int n);
+void gpt2c_cpu_gemm_cache_put(const char *sec, const char *k, const char *const *names, const double *v, int n);
+
 #endif

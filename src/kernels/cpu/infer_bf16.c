@@ -9,6 +9,7 @@
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
 #include "kernels/bf16_rows.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/kernels.h"
@@ -60,8 +61,6 @@ void gpt2c_cpu_bf16_gemv_portable(float *out, const uint16_t *xb, int ld, const 
  * rows turned back into bf16 ones (below). */
 static _Thread_local uint16_t *tl_xb, *tl_unswap;
 static _Thread_local size_t tl_xcap, tl_ucap;
-
-static int has_dp = -1; /* AVX512_BF16 and the AVX-512 ISA in effect */
 
 /* gelu_forward of the cpu backend on outputs [o0, o1) of N rows: one call
  * on contiguous floats (each call may open an OpenMP region, ~1 us even when
@@ -151,9 +150,8 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const
                 }
             else /* (rounded again per range: a decode's ranges are 64 outputs of one matmul) */
                 gpt2c_cpu_bf16_round_rows(kk, tl_xb, ld, (const float *)inp, N, IC);
-            if (has_dp < 0) has_dp = gpt2c_cpu_has_avx512bf16();
 #if defined(__x86_64__)
-            if (has_dp && isa == GPT2C_ISA_AVX512)
+            if (isa == GPT2C_ISA_AVX512 && gpt2c_cpu_bf16_use_dp()) /* bf16_engine.h: the same bits either way */
                 gpt2c_cpu_bf16_gemv_avx512bf16(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);
             else if (isa == GPT2C_ISA_AVX512)
                 gpt2c_cpu_bf16_gemv_avx512f(out, tl_xb, ld, w, bias, N, IC, OC, o0, o1);

@@ -1,0 +1,27 @@
+/* The bf16 engine's rule (kernels/cpu/bf16_engine.h) on injected rates, and
+ * its choice on this CPU: never vdpbf16ps where the CPU lacks AVX512_BF16,
+ * and the GEMM's kernel follows the choice.  (The measured, cached choice on
+ * an AVX512_BF16 CPU: tests/cli_bf16_engine.sh.) */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpt2c/cpu.h"
+#include "kernels/cpu/bf16_engine.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "testutil.h"
+
+int main(void) {
+    CHECK(gpt2c_cpu_bf16_prefer_dp(2 * 121.0, 121.0) == 1); /* Zen 4: twice the FMAs' FLOP/s */
+    CHECK(gpt2c_cpu_bf16_prefer_dp(0.57 * 121.0, 121.0) == 0); /* model 207: 0.57x */
+    CHECK(gpt2c_cpu_bf16_prefer_dp(100.0, 100.0) == 1);        /* a tie: no expansion to pay */
+    CHECK(gpt2c_cpu_bf16_prefer_dp(0.0, 100.0) == 0);          /* not measured: never */
+    CHECK(gpt2c_cpu_bf16_engine_note()[0] == 0);               /* nothing decided yet */
+    const int dp = gpt2c_cpu_bf16_use_dp();
+    printf("this CPU: %s\n", gpt2c_cpu_bf16_engine_note());
+    CHECK(gpt2c_cpu_bf16_engine_note()[0] != 0);
+    if (!gpt2c_cpu_has_avx512bf16()) CHECK(dp == 0);
+    CHECK(gpt2c_cpu_bf16_use_dp() == dp); /* decided once */
+    if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512)
+        CHECK(strcmp(gpt2c_cpu_gemm_bf16_kernel(GPT2C_ISA_AVX512)->name, dp ? "avx512bf16" : "avx512f-fp32") == 0);
+    return tu_finish("test_bf16_engine");
+}
