@@ -23,7 +23,8 @@
 #     tools/reference/bench_pytorch_cpu.py, fp32 then bf16, at the same B, T
 #     and threads (TORCH_STEPS timed steps, default 2, 1 at T >= 1024), in its
 #     tuned recipe (TORCH_RECIPE=plain: PyTorch as installed; the variants are
-#     compared in bench/pytorch_cpu.sh).  The
+#     compared in bench/pytorch_cpu.sh; TORCH_PRECISIONS=fp32 skips PyTorch's
+#     bf16, whose compile takes minutes on 2 cores).  The
 #     summary gives per T: fp32 and bf16 ms, bf16/fp32, fp32 as % of the
 #     fp32 FMA peak (bench train's analytic FLOPs), gpt2c/PyTorch.
 set -euo pipefail
@@ -65,7 +66,7 @@ if [ "${MODEL:-1}" = 1 ]; then
         if [ "${TORCH:-1}" = 1 ] && [ -f "$TP" ] && python3 -c "import torch" 2>/dev/null; then
           ts=${TORCH_STEPS:-2}; [ -z "${TORCH_STEPS:-}" ] && [ "$sq" -ge 1024 ] && ts=1
           tt=$MT; [ "$tt" = 0 ] && tt=$(nproc)
-          for p in fp32 bf16; do
+          for p in ${TORCH_PRECISIONS:-fp32 bf16}; do
             python3 "$TP" --batch 4 --seq "$sq" --steps "$ts" --warmup 1 --threads "$tt" --precision $p \
               --recipe "${TORCH_RECIPE:-tuned}" | tee -a "$J" || true
           done

@@ -10,7 +10,8 @@
 #   (eager fp32 and tf32, compiled bf16) on the same GPU; gpt2c profile of
 #   that step (GPU time per op); compute-sanitizer memcheck over test_cuda_ops.
 # Each step has its own time limit and the log says which passed.
-#   DEPS=dir of Debian .debs (jansson, utf8proc, pkgconf) unpacked into / when
+#   DEPS=dir of Debian .debs (jansson, utf8proc, pkgconf; OpenBLAS and libgfortran5
+#        for bench/cpu_check.sh's BLAS columns) unpacked into / where
 #        the machine lacks them;  SHARDS=dir with ts_train_*.bin / ts_val_*.bin
 #   OUT=folder for the log (default .);  PYTORCH=its precisions (default
 #   "fp32 tf32 bf16"; bf16 is compiled, about a minute);  MODELS=the models
@@ -25,16 +26,23 @@ J=$(nproc)
 step machine
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || exit 1
 nvcc --version | tail -2
-if [ -n "${DEPS:-}" ] && ! pkg-config --exists jansson 2>/dev/null; then
-  for f in "$DEPS"/*.deb; do dpkg -x "$f" /; done
+if [ -n "${DEPS:-}" ]; then # unpack the packages the machine lacks (never over installed ones)
+  for f in "$DEPS"/*.deb; do
+    dpkg -s "$(dpkg-deb -f "$f" Package)" >/dev/null 2>&1 || dpkg -x "$f" /
+  done
   ldconfig
 fi
 pkg-config --modversion jansson || echo "jansson: not found"
+# Debian's OpenBLAS unpacked without its alternatives links: name it to CMake
+blas=(-DGPT2C_BLAS=OFF)
+ob=/usr/lib/x86_64-linux-gnu/openblas-pthread
+[ -f $ob/libopenblas.so ] && [ -f /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] &&
+  blas=(-DGPT2C_BLAS=ON -DCBLAS_LIBRARY=$ob/libopenblas.so -DCBLAS_INCLUDE_DIR=/usr/include/x86_64-linux-gnu/openblas-pthread)
 
 step build
 mkdir -p build-gpu # the build, and this script's scratch files
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=ON -DGPT2C_MPI=OFF \
-  -DGPT2C_BLAS=OFF >build-gpu/configure.log 2>&1 || { tail -30 build-gpu/configure.log; exit 1; }
+  "${blas[@]}" >build-gpu/configure.log 2>&1 || { tail -30 build-gpu/configure.log; exit 1; }
 grep -E 'gpt2c:' build-gpu/configure.log | head -20
 cmake --build build-gpu -j"$J" --target gpt2c test_cuda_ops test_reference test_cuda_table 2>&1 | grep -E 'error|warning|Error' | head -40
 [ -x build-gpu/gpt2c ] || { echo "build failed"; exit 1; }
@@ -76,10 +84,11 @@ done
 
 step "profile: GPT-2 124M, B=8, T=1024, GPU time per op (CUDA events)"
 mkdir -p "$OUT/prof"
-timeout 120 $G profile --backend cuda --model gpt2 --batch 8 --seq 1024 --trials 3 --warmup 1 --no-peak \
+timeout 120 $G profile --backend cuda --model gpt2 --batch 8 --seq 1024 --trials 3 --warmup 1 \
   --no-counters --out "$OUT/prof" >"$OUT/profile.txt" 2>&1
 echo "rc=$?"
 sed -n '/^Phases/,/^Components/p' "$OUT/profile.txt"
+grep -i -E 'peak|roofline' "$OUT/profile.txt" | head -12
 
 step "compute-sanitizer memcheck: test_cuda_ops"
 timeout 100 compute-sanitizer --tool memcheck --print-limit 20 build-gpu/tests/test_cuda_ops 2>&1 |
