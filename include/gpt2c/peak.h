@@ -4,9 +4,10 @@
  * cover the FMA latency on every pipe), on all requested threads, per ISA the
  * CPU supports (avx512, avx2, scalar).  Each figure (these and the
  * bandwidths) is the fastest of several runs: a ceiling, which a neighbour
- * on the machine can only lower, so an op measured later does not exceed it.  bf16 peak: the same with vdpbf16ps where
- * the CPU has AVX512_BF16 (0 elsewhere: the bf16 GEMM is then emulated with
- * fp32 FMAs and its ceiling is the fp32 FMA peak).  Results are cached in
+ * on the machine can only lower, so an op measured later does not exceed
+ * it.  bf16 peak: the same with vdpbf16ps where the CPU has AVX512_BF16 (0
+ * elsewhere: the bf16 GEMM is then emulated with fp32 FMAs and its ceiling
+ * is the fp32 FMA peak; gpt2c_peak_bf16_roof).  Results are cached in
  * $XDG_CACHE_HOME/gpt2c/peak.json (else ~/.cache/gpt2c/peak.json; JSON, with
  * jansson: without it nothing is cached), keyed by the CPU signature
  * (gpt2c_cpu_signature: vendor, family, model, stepping, ISA flags), the

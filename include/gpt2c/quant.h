@@ -106,10 +106,12 @@ int gpt2c_qmatmul_set_int8_act(int on);
  * inp: N rows of IC fp32 (in_form 0), or (only where the bf16 path runs)
  * the rows already rounded, in_form naming their form (kernels/bf16_rows.h:
  * 1 = GPT2C_BF16_IN_ROWS, IC bf16 values; 2 = GPT2C_BF16_IN_F32_SWAPPED, the
- * form the cpu table asks for where its bf16 GEMM runs on FMAs).  Returns 1 when it computed the range, 0 when
- * the caller must (too few rows, no AVX-512, no memory).
+ * form the cpu table asks for where its bf16 GEMM runs on FMAs).  Returns 1
+ * when it computed the range, 0 when the caller must (too few rows, no
+ * AVX-512, no memory).
  * gpt2c_qmatmul_bf16_prefill: whether the bf16 path is in use; set_ asks for
- * it (granted only where AVX512_BF16 runs) and returns the same. */
+ * it (granted only where AVX512_BF16 runs, or on any AVX-512 CPU with
+ * GPT2C_QUANT_BF16_PREFILL=1) and returns the same. */
 enum { GPT2C_QMATMUL_PREFILL_ROWS = 16 };
 int gpt2c_qmatmul_prefill_range(float *out, const void *inp, int in_form, const gpt2c_tensor *w, const float *bias,
                                 int N, int act, int o0, int o1);

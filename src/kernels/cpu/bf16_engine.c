@@ -42,6 +42,7 @@ static int decide(void) {
         snprintf(g_note, sizeof g_note, "%s (GPT2C_BF16_ENGINE)", e[0] == 'v' ? "vdpbf16ps" : "fp32 FMAs");
         return e[0] == 'v';
     }
+    const int bad_env = e && e[0] && strcmp(e, "auto") != 0;
     static const char *const names[2] = {"vdpbf16ps_gflops", "fma_gflops"};
     char k[256];
     snprintf(k, sizeof k, "%s|build=%s", gpt2c_cpu_signature(), GPT2C_BUILD_TYPE);
@@ -52,8 +53,9 @@ static int decide(void) {
         if (v[0] > 0 && v[1] > 0) gpt2c_cpu_gemm_cache_put("bf16_engine", k, names, v, 2);
     }
     const int dp = gpt2c_cpu_bf16_prefer_dp(v[0], v[1]);
-    snprintf(g_note, sizeof g_note, "%s: vdpbf16ps %.1f GFLOP/s against fp32 FMAs %.1f on one core (%s)",
-             dp ? "vdpbf16ps" : "fp32 FMAs", v[0], v[1], cached ? "cached" : "measured now");
+    snprintf(g_note, sizeof g_note, "%s: vdpbf16ps %.1f GFLOP/s against fp32 FMAs %.1f on one core (%s)%s",
+             dp ? "vdpbf16ps" : "fp32 FMAs", v[0], v[1], cached ? "cached" : "measured now",
+             bad_env ? "; GPT2C_BF16_ENGINE ignored: not vdpbf16ps, fma or auto" : "");
     return dp;
 }
 

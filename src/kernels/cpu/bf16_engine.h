@@ -6,12 +6,14 @@
  * Where the CPU has AVX512_BF16 the faster one is chosen by measurement, not
  * assumed: one vdpbf16ps does the multiply-adds of two FMAs, but on AMD Zen
  * 4 it issues as fast as an FMA (2x the FLOP/s) while on an Intel model-207
- * VM (Emerald Rapids) its loop reached 0.57x the FMA loop's FLOP/s, and bf16
- * training on it took 1.66x the fp32 step.  Two one-thread peak bursts (thread
+ * VM (Emerald Rapids) its loop reached about half the FMA loop's FLOP/s (one
+ * core: 81.5 against 169.5 GFLOP/s), and bf16 training on it took 1.66x the
+ * fp32 step.  Two one-thread peak bursts (thread
  * CPU time, the fastest of three each) decide; the figures are kept in the
  * GEMM cache (gemm.json, section "bf16_engine", per CPU signature and build),
  * so a CPU decides once.  GPT2C_BF16_ENGINE=vdpbf16ps | fma forces a choice
- * (vdpbf16ps only where the CPU has it). */
+ * (vdpbf16ps only where the CPU has it; another value is ignored, and the
+ * note says so). */
 #ifndef GPT2C_CPU_BF16_ENGINE_H
 #define GPT2C_CPU_BF16_ENGINE_H
 

@@ -6,8 +6,8 @@
  * $XDG_CACHE_HOME/gpt2c/gemm.json (else ~/.cache/gpt2c/gemm.json; JSON via
  * jansson, without it nothing is kept), sections "fp32" and "bf16", under the
  * CPU signature (gpt2c_cpu_signature), the kernel, the thread count and the
- * build type (and a section "bf16_engine" for bf16_engine.c's choice).  A tune timed on a loaded machine is not kept (gemm_tune.h:
- * peak bursts before, during and after it must agree with each other and with
+ * build type (and a section "bf16_engine" for bf16_engine.c's choice).  A
+ * tune timed on a loaded machine is not kept (gemm_tune.h: peak bursts before, during and after it must agree with each other and with
  * the cached peak, and the winner's re-timings with each other; one retry):
  * the cache-size guess stays, recorded as provisional so that processes
  * within the next hour do not each pay for a tune, and the reason is given
