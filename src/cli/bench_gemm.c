@@ -161,11 +161,9 @@ int bench_gemm(int argc, char **argv) {
                g_bf16 ? (strcmp(gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
         if (g_bf16)
-            printf("  bf16 kernel %s (%s), blocking kc %d mc %d nc %d (%s)\n",
-                   gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
+            printf("  bf16 kernel %s (%s), blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    gpt2c_cpu_isa() == GPT2C_ISA_AVX512 ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs on this ISA path", bl.kc,
-                   bl.mc, bl.nc,
-                   gpt2c_cpu_gemm_tune_note(1));
+                   bl.mc, bl.nc, gpt2c_cpu_gemm_tune_note(1));
         else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
@@ -263,9 +261,9 @@ int bench_gemm(int argc, char **argv) {
                 fflush(stdout);
             }
         }
-    if (json) printf("]}\n");
-    else
-    {
+    if (json) {
+        printf("]}\n");
+    } else {
         printf("  (GFLOP/s from the median; 'best' from the fastest run; %%peak: of the cached peak, same isa and threads;\n"
                "   %%local: of the median of the peak bursts taken before that GEMM's warm-up and after its timed runs)\n");
         if (voided)

@@ -28,10 +28,13 @@ int bench_peak(int argc, char **argv) {
     }
     if (p.bf16_gflops > 0) {
         printf("bf16 avx512 %9.1f GFLOP/s  (vdpbf16ps)\n", p.bf16_gflops);
-        if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512 && gpt2c_cpu_bf16_use_dp() >= 0)
+        if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512) {
+            gpt2c_cpu_bf16_use_dp(); /* decided (measured, or from gemm.json) before its note is read */
             printf("bf16 engine  %s\n", gpt2c_cpu_bf16_engine_note());
+        }
+    } else {
+        printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
     }
-    else printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
     printf("read bw    %10.1f GB/s  (read stream, a sum: bounds decode)\n", p.read_gbs);
     printf("scale bw   %10.1f GB/s  (dst = s*src, bytes read + written)\n", p.scale_gbs);
     printf("triad bw   %10.1f GB/s  (dst = a + s*b, bytes read + written)\n", p.triad_gbs);

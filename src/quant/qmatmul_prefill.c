@@ -5,11 +5,11 @@
  *
  *   bf16 (default where AVX512_BF16 runs): the rows are dequantized and
  *        rounded to bf16 (nearest even, exactly as the bf16 GEMM rounds an
- *        fp32 operand) and the bf16 GEMM (gemm_bf16.h; vdpbf16ps, or FMAs where
- *        those are the faster, bf16_engine.h) multiplies
- *        them with the activations rounded to bf16, fp32 accumulation: the
- *        bf16 GEMM of the dequantized weights, bit for bit, at bf16 speed;
- *        half the buffer of fp32.
+ *        fp32 operand) and the bf16 GEMM (gemm_bf16.h: vdpbf16ps, or FMAs
+ *        where those are the faster, bf16_engine.h) multiplies them with the
+ *        activations rounded to bf16, fp32 accumulation: the bf16 GEMM of the
+ *        dequantized weights, bit for bit, at bf16 speed; half the buffer of
+ *        fp32.
  *   fp32 (GPT2C_QUANT_ACT=f32, --quant-act f32, CPUs without AVX512_BF16):
  *        dequantized to fp32 and the packed fp32 GEMM: exactly the
  *        dequantized weights (summation order aside). */
