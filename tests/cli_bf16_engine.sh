@@ -22,6 +22,8 @@ if ! grep -q ',avx512bf16' "$D/out.txt"; then # the CPU signature in the header
 fi
 F="$XDG_CACHE_HOME/gpt2c/gemm.json"
 grep -q 'measured now' <<< "$line" || fail "first run: the choice was not measured"
+grep -q 'avx512bf16 (vdpbf16ps (GPT2C_BF16_ENGINE))' <<< "$(GPT2C_BF16_ENGINE=vdpbf16ps run)" || fail "GPT2C_BF16_ENGINE=vdpbf16ps"
+case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
 grep -q '"bf16_engine"' "$F" && grep -q '"vdpbf16ps_gflops"' "$F" && grep -q '"fma_gflops"' "$F" || fail "choice not cached"
 grep -q '(cached)' <<< "$(run)" || fail "second run did not read the cached choice"
 # the cached figures decide: vdpbf16ps twice the FMAs, then half of them
@@ -32,5 +34,4 @@ sed -i 's/"vdpbf16ps_gflops": 1000.0/"vdpbf16ps_gflops": 250.0/' "$F"
 line=$(run)
 grep -q 'avx512f-fp32 (fp32 FMAs: vdpbf16ps 250.0 ' <<< "$line" || fail "cached: vdpbf16ps slower, still chosen: $line"
 grep -q 'avx512f-fp32 (fp32 FMAs (GPT2C_BF16_ENGINE))' <<< "$(GPT2C_BF16_ENGINE=fma run)" || fail "GPT2C_BF16_ENGINE=fma"
-grep -q 'avx512bf16 (vdpbf16ps (GPT2C_BF16_ENGINE))' <<< "$(GPT2C_BF16_ENGINE=vdpbf16ps run)" || fail "GPT2C_BF16_ENGINE=vdpbf16ps"
 echo "OK"
