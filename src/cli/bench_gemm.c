@@ -146,11 +146,19 @@ int bench_gemm(int argc, char **argv) {
     int from_cache = 0, fmc = 0, fnc = 0;
     double tuned = 0;
     gemm_bf16_blocking bl = {0, 0, 0};
-    if (g_bf16) {
+    /* GPT2C_GEMM_AUTOTUNE=0 (and no --autotune): the cache-size blocking, as everywhere else */
+    const char *tune_env = getenv("GPT2C_GEMM_AUTOTUNE");
+    const int no_tune = !autotune && tune_env && strcmp(tune_env, "0") == 0;
+    if (g_bf16 && no_tune) {
+        gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa());
+        bl = gpt2c_cpu_gemm_bf16_get_blocking();
+    } else if (g_bf16) {
         bl = gpt2c_cpu_gemm_bf16_autotune(gpt2c_cpu_isa(), autotune, &from_cache, &tuned);
         gpt2c_cpu_gemm_bf16_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
     }
-    if (!g_bf16 && gpt2c_cpu_isa() != GPT2C_ISA_SCALAR) {
+    if (!g_bf16 && no_tune) {
+        gpt2c_cpu_gemm_fp32_first_use(gpt2c_cpu_isa());
+    } else if (!g_bf16 && gpt2c_cpu_isa() != GPT2C_ISA_SCALAR) {
         gpt2c_cpu_gemm_fp32_autotune(gpt2c_cpu_isa(), autotune, &fmc, &fnc, &from_cache, &tuned);
         gpt2c_cpu_gemm_fp32_first_use(gpt2c_cpu_isa()); /* done: keeps what was just chosen */
     }
