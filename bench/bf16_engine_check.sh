@@ -16,20 +16,15 @@ set -u
 OUT=${OUT:-.}
 exec > >(tee "$OUT/bf16_engine_check.log") 2>&1
 step() { echo; echo "=== $* ($(date +%T))"; }
+. "$(dirname "$0")/lib/lent_machine.sh"
 J=$(nproc)
 step machine
 lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:|Stepping|^CPU\(s\)|L2" || true
-if [ -n "${DEPS:-}" ]; then
-  for f in "$DEPS"/*.deb; do dpkg -s "$(dpkg-deb -f "$f" Package)" >/dev/null 2>&1 || dpkg -x "$f" /; done
-  ldconfig
-fi
-blas=(-DGPT2C_BLAS=AUTO)
-ob=/usr/lib/x86_64-linux-gnu/openblas-pthread
-[ -f $ob/libopenblas.so ] && [ -f /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] &&
-  blas=(-DGPT2C_BLAS=ON -DCBLAS_LIBRARY=$ob/libopenblas.so -DCBLAS_INCLUDE_DIR=/usr/include/x86_64-linux-gnu/openblas-pthread)
+unpack_debs "${DEPS:-}"
+blas_cmake_flags AUTO
 
 step build
-cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=OFF -DGPT2C_MPI=OFF "${blas[@]}" >/dev/null 2>&1 ||
+cmake -S . -B build-cpu -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=OFF -DGPT2C_MPI=OFF "${BLAS_FLAGS[@]}" >/dev/null 2>&1 ||
   { echo "configure failed"; exit 1; }
 cmake --build build-cpu -j"$J" 2>&1 | grep -E 'error|warning' | head -20
 G=build-cpu/gpt2c
@@ -39,8 +34,7 @@ $G --version | head -4
 step "tests: bf16, GEMM, peaks"
 (cd build-cpu && OMP_NUM_THREADS=2 timeout 120 ctest -j8 --timeout 100 -R 'bf16|gemm|peak|engine' 2>&1 | tail -25)
 
-CPUS=$(lscpu -p=CPU,CORE,SOCKET | grep -v '^#' | awk -F, '!seen[$2 "," $3]++ { print $1 }' | head -2 | paste -sd,)
-[ -z "$CPUS" ] && CPUS=0,1
+CPUS=$(two_cores)
 T="taskset -c $CPUS"
 step "bench peak on CPUs $CPUS (2 threads)"
 $T timeout 60 $G bench peak --threads 2 --remeasure

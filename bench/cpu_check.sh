@@ -22,9 +22,8 @@ echo "=== CPU"
 lscpu | grep -E "Vendor ID|Model name|CPU family|^Model:|Stepping|^CPU\(s\)|Thread|Core\(s\)|Socket|L1d|L2|L3|NUMA node\(s\)" || true
 echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512|amx|avx_vnni|fma$|avx2$)' | tr '\n' ' ')"
 uptime
-# one logical CPU from each of the first two physical cores (no SMT siblings)
-CPUS=$(lscpu -p=CPU,CORE,SOCKET | grep -v '^#' | awk -F, '!seen[$2 "," $3]++ { print $1 }' | head -2 | paste -sd,)
-[ -z "$CPUS" ] && CPUS=0,1
+. "$here/lib/lent_machine.sh"
+CPUS=$(two_cores)
 echo "cores used: logical CPUs $CPUS"
 "$G" --version | grep -E 'SIMD|BLAS|OpenMP' || true
 echo

@@ -21,28 +21,20 @@ OUT=${OUT:-.}
 LOG=$OUT/gpu_check.log
 exec > >(tee "$LOG") 2>&1
 step() { echo; echo "=== $* ($(date +%T))"; }
+. "$(dirname "$0")/lib/lent_machine.sh"
 J=$(nproc)
 
 step machine
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || exit 1
 nvcc --version | tail -2
-if [ -n "${DEPS:-}" ]; then # unpack the packages the machine lacks (never over installed ones)
-  for f in "$DEPS"/*.deb; do
-    dpkg -s "$(dpkg-deb -f "$f" Package)" >/dev/null 2>&1 || dpkg -x "$f" /
-  done
-  ldconfig
-fi
+unpack_debs "${DEPS:-}"
 pkg-config --modversion jansson || echo "jansson: not found"
-# Debian's OpenBLAS unpacked without its alternatives links: name it to CMake
-blas=(-DGPT2C_BLAS=OFF)
-ob=/usr/lib/x86_64-linux-gnu/openblas-pthread
-[ -f $ob/libopenblas.so ] && [ -f /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] &&
-  blas=(-DGPT2C_BLAS=ON -DCBLAS_LIBRARY=$ob/libopenblas.so -DCBLAS_INCLUDE_DIR=/usr/include/x86_64-linux-gnu/openblas-pthread)
+blas_cmake_flags OFF
 
 step build
 mkdir -p build-gpu # the build, and this script's scratch files
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGPT2C_CUDA=ON -DGPT2C_MPI=OFF \
-  "${blas[@]}" >build-gpu/configure.log 2>&1 || { tail -30 build-gpu/configure.log; exit 1; }
+  "${BLAS_FLAGS[@]}" >build-gpu/configure.log 2>&1 || { tail -30 build-gpu/configure.log; exit 1; }
 grep -E 'gpt2c:' build-gpu/configure.log | head -20
 cmake --build build-gpu -j"$J" --target gpt2c test_cuda_ops test_reference test_cuda_table 2>&1 | grep -E 'error|warning|Error' | head -40
 [ -x build-gpu/gpt2c ] || { echo "build failed"; exit 1; }

@@ -54,14 +54,15 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
     uint16_t *xb = malloc(sizeof(uint16_t) * N * IC);
     float *xs = malloc(gpt2c_bf16_in_row_bytes(GPT2C_BF16_IN_F32_SWAPPED, IC) * (size_t)N);
     for (int i = 0; i < N * OC; i++) exact[i] = act ? gelu(c.exact[i]) : c.exact[i];
+    /* the input already rounded, in both forms (kernels/bf16_rows.h) */
+    for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
+    gpt2c_bf16_in_rows(xs, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
     int fails = 0;
     if (gpt2c_qmatmul_set_bf16_prefill(1)) {
         /* the reference bf16 GEMM of the dequantized weights: out (N, OC) = x (N, IC) deq^T + bias */
         gpt2c_ref_gemm_bf16(N, OC, IC, x, IC, 1, deq, 1, IC, ref, OC, b, 0);
         /* fp32 input rows, then rows already rounded: bf16 rows, swapped fp32 rows (kernels/bf16_rows.h) */
         for (int pass = 0; pass < 3; pass++) {
-            for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
-            gpt2c_bf16_in_rows(xs, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
             for (int i = 0; i < N * OC; i++) got[i] = NAN;
             const void *in = pass == 0 ? (const void *)x : pass == GPT2C_BF16_IN_ROWS ? (const void *)xb : (const void *)xs;
             if (!run_ranges(got, in, pass, &t, b, N, act, step)) {
@@ -89,8 +90,6 @@ static int run_case(gpt2c_format f, int block, int N, int IC, int OC, int act, i
     }
     if (N * OC * IC <= 1 << 20) { /* the no-memory fallback: the same bits, no GELU (its own tanhf) */
         gpt2c_ref_gemm_bf16(N, OC, IC, x, IC, 1, deq, 1, IC, ref, OC, b, 0);
-        for (int i = 0; i < N * IC; i++) xb[i] = gpt2c_bf16_from_f32(x[i]);
-        gpt2c_bf16_in_rows(xs, x, (size_t)N, IC, GPT2C_BF16_IN_F32_SWAPPED);
         for (int form = 0; form < 3; form++) { /* fp32, bf16 rows, swapped rows */
             const void *in = form == 0 ? (const void *)x : form == GPT2C_BF16_IN_ROWS ? (const void *)xb : (const void *)xs;
             for (int i = 0; i < N * OC; i++) got[i] = NAN;

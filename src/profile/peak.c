@@ -84,7 +84,7 @@ static double time_loop(peak_loop loop, int isa, int threads, long iters) {
     return secs;
 }
 
-static double max_of(const double *v, int n) {
+double gpt2c_peak_fastest(const double *v, int n) {
     double m = v[0];
     for (int i = 1; i < n; i++)
         if (v[i] > m) m = v[i];
@@ -107,7 +107,7 @@ static double measure_loop(peak_loop loop, int isa, double flops_iter, int threa
     iters = (long)((double)iters * 0.15 / t) + 1;
     double g[32] = {0};
     for (int r = 0; r < runs; r++) g[r] = flops_iter * (double)iters * threads / time_loop(loop, isa, threads, iters) * 1e-9;
-    return max_of(g, runs);
+    return gpt2c_peak_fastest(g, runs);
 }
 
 static double measure_fma(int isa, int threads, int runs) {

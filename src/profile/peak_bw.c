@@ -134,16 +134,11 @@ gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
     for (int r = 0; r < runs; r++) /* interleaved, so a slow moment hits all four alike */
         for (int k = 0; k < K_COUNT; k++) g[k][r] = run_kernel(k, x, y, z, n, threads, k == K_READ ? 4 : 2);
     free(x), free(y), free(z);
-    double best[K_COUNT]; /* the fastest run of each (as the FMA peaks, peak.c: a ceiling, not a typical rate) */
-    for (int k = 0; k < K_COUNT; k++) {
-        best[k] = g[k][0];
-        for (int r = 1; r < runs; r++)
-            if (g[k][r] > best[k]) best[k] = g[k][r];
-    }
-    o->read_gbs = best[K_READ];
-    o->scale_gbs = best[K_SCALE];
-    o->triad_gbs = best[K_TRIAD];
-    o->update_gbs = best[K_UPDATE];
+    /* the fastest run of each (as the FMA peaks: a ceiling, not a typical rate) */
+    o->read_gbs = gpt2c_peak_fastest(g[K_READ], runs);
+    o->scale_gbs = gpt2c_peak_fastest(g[K_SCALE], runs);
+    o->triad_gbs = gpt2c_peak_fastest(g[K_TRIAD], runs);
+    o->update_gbs = gpt2c_peak_fastest(g[K_UPDATE], runs);
     gpt2c_peak_set_mem(o);
     o->bw_threads = threads;
     o->bw_mib = (int)(bytes >> 20);

@@ -7,6 +7,10 @@
 
 #include "gpt2c/peak.h"
 
+/* The largest of v[0..n) (n >= 1): a peak is the fastest of its runs (peak.c,
+ * peak_bw.c), as nothing runs the loops faster than the machine can. */
+double gpt2c_peak_fastest(const double *v, int n);
+
 /* Runs `iters` rounds of independent FMAs; returns a value that depends on
  * every accumulator (so the loop is not optimised away).  FLOPs done:
  * iters * peak_fma_flops_per_iter_<isa>. */
