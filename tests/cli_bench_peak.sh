@@ -19,7 +19,7 @@ awk '/^(read|scale|triad|update) bw/ {if ($3 > m) m = $3} /^memory bw/ {c = $3} 
 case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
 F="$XDG_CACHE_HOME/gpt2c/peak.json"
 grep -q "measured, cached" "$D/a.txt" || fail "first run not cached"
-grep -q '"version": 5' "$F" || fail "cache version"
+grep -q '"version": 6' "$F" || fail "cache version"
 for k in '"build"' '"read"' '"scale"' '"triad"' '"update"' '"bandwidth_threads"' '"signature"'; do grep -q "$k" "$F" || fail "cache lacks $k"; done
 "$G" bench peak --threads 1 --runs 1 > "$D/b.txt" || fail "second run"
 grep -q "^source     cache" "$D/b.txt" || fail "second run did not read the cache"
@@ -28,13 +28,13 @@ sed -i 's/"build": "[^"]*"/"build": "OtherBuild+asan"/' "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/c.txt" || fail "third run"
 grep -q "measured, cached" "$D/c.txt" || fail "an entry of another build was used"
 [ "$(grep -c '"build"' "$F")" = 2 ] || fail "entries of two builds expected in the cache"
-# a cache of the previous version (medians, not the fastest runs) is re-measured, not read
-sed -i 's/"version": 5/"version": 4/' "$F"
+# a cache of the previous version (no AMX peak) is re-measured, not read
+sed -i 's/"version": 6/"version": 5/' "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/v.txt" || fail "old-version cache"
-grep -q "measured, cached" "$D/v.txt" || fail "a version-4 cache was read"
-grep -q '"version": 5' "$F" || fail "old-version cache not replaced"
+grep -q "measured, cached" "$D/v.txt" || fail "a version-5 cache was read"
+grep -q '"version": 6' "$F" || fail "old-version cache not replaced"
 # a corrupt cache is replaced, not fatal
-echo '{"version": 5, "entries": [' > "$F"
+echo '{"version": 6, "entries": [' > "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/d.txt" || fail "corrupt cache"
 grep -q "measured, cached" "$D/d.txt" || fail "corrupt cache not replaced"
 echo "OK"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gpt2c/cpu.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "testutil.h"
@@ -23,5 +24,15 @@ int main(void) {
     CHECK(gpt2c_cpu_bf16_use_dp() == dp); /* decided once */
     if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512)
         CHECK(strcmp(gpt2c_cpu_gemm_bf16_kernel(GPT2C_ISA_AVX512)->name, dp ? "avx512bf16" : "avx512f-fp32") == 0);
+    /* AMX: never where the CPU or OS cannot run it (unless emulated, by request), decided once */
+    const char *why = "", *env = getenv("GPT2C_BF16_ENGINE");
+    const int emulated = env && strcmp(env, "amx-emulated") == 0;
+    CHECK(gpt2c_cpu_bf16_amx_note()[0] == 0);
+    const gpt2c_amx_tiles *t = gpt2c_cpu_bf16_amx();
+    printf("bf16 GEMM: %s\n", gpt2c_cpu_bf16_amx_note());
+    CHECK(gpt2c_cpu_bf16_amx_note()[0] != 0);
+    if (emulated) CHECK(t == &gpt2c_amx_tiles_emulated && !gpt2c_cpu_bf16_amx_hw());
+    else if (!gpt2c_cpu_amx_usable(&why)) CHECK_MSG(t == NULL, "AMX tiles chosen where they cannot run (%s)", why);
+    CHECK(gpt2c_cpu_bf16_amx() == t);
     return tu_finish("test_bf16_engine");
 }

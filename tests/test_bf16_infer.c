@@ -34,6 +34,7 @@
 #include "kernels/kernels.h"
 #include "model/model_internal.h"
 #include "testutil.h"
+#include "lib/bf16_order_bound.h"
 
 static float *rnd(size_t n, uint64_t seed) {
     float *x = malloc(sizeof(float) * (n ? n : 1));
@@ -186,6 +187,11 @@ static void test_range(void) {
         } else {
             const gemm_operand a = {x, GPT2C_FMT_F32, IC, 1}, b = {w, GPT2C_FMT_BF16, 1, IC};
             gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(GPT2C_ISA_SCALAR), N, OC, IC, a, b, want, OC, bias, 0);
+        }
+        if (N >= GPT2C_BF16_GEMM_ROWS && tu_bf16_gemm_on_amx(N)) { /* another order of the pair adds (lib/bf16_order_bound.h) */
+            const double e = tu_bf16_order_err(N, OC, IC, x, IC, 1, wf, 1, IC, bias, NULL, got, want, OC);
+            CHECK_MSG(e <= 1, "matmul_infer_range bf16 N=%d on AMX tiles: %.3g of the order bound", N, e);
+            memcpy(want, got, sizeof(float) * N * OC);
         }
         CHECK_MSG(ndiff(got, want, (size_t)N * OC) == 0, "matmul_infer_range bf16 N=%d: %zu outputs differ", N,
                   ndiff(got, want, (size_t)N * OC));

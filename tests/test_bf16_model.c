@@ -27,6 +27,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/precision.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "model/model_internal.h"
 #include "testutil.h"
 #include "lib/fixture_f32.h"
@@ -176,5 +177,8 @@ int main(void) {
 #endif
     run_fixture("ref_tiny");
     run_fixture("ref_small");
+    const char *e = getenv("GPT2C_BF16_ENGINE");
+    if (e && strcmp(e, "amx-emulated") == 0) /* (ctest's _amx_emulated entry) the GEMMs did run on the AMX driver */
+        CHECK_MSG(gpt2c_cpu_bf16_amx() == &gpt2c_amx_tiles_emulated, "GPT2C_BF16_ENGINE=amx-emulated: %s", gpt2c_cpu_bf16_amx_note());
     return tu_finish("test_bf16_model");
 }

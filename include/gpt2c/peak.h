@@ -26,6 +26,7 @@ typedef struct gpt2c_peak {
     double fma_gflops[GPT2C_ISA_COUNT]; /* indexed by gpt2c_isa; 0 = ISA not supported here */
     double gflops;                      /* best of the above */
     double bf16_gflops;                 /* vdpbf16ps peak; 0 without AVX512_BF16 */
+    double amx_gflops;                  /* TDPBF16PS (AMX tiles) peak; 0 where AMX cannot run */
     const char *best_isa;
     /* Memory bandwidth, GB/s (1e9 bytes), measured on all cores whatever
      * `threads` is, over arrays far larger than the last-level cache: */
@@ -57,7 +58,8 @@ int gpt2c_peak_cached(int threads, gpt2c_peak *out);
 /* The build tag peaks are keyed by: "<CMake build type>[+asan][+ubsan]", e.g. "Release". */
 const char *gpt2c_peak_build(void);
 
-/* The ceiling of the cpu backend's bf16 matmuls on `isa`: the vdpbf16ps peak
+/* The ceiling of the cpu backend's bf16 matmuls on `isa`: the AMX peak
+ * where its bf16 GEMM runs on AMX tiles (kernels/cpu/bf16_engine.h), the vdpbf16ps peak
  * where they run on vdpbf16ps (the CPU has it and it is the faster there),
  * else the FMA peak of `isa` (they then run on fp32 FMAs). */
 double gpt2c_peak_bf16_roof(const gpt2c_peak *p, gpt2c_isa isa);

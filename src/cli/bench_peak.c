@@ -6,6 +6,7 @@
 #include "cli/run_arg.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/bf16_engine.h"
 
 int bench_peak(int argc, char **argv) {
@@ -34,6 +35,13 @@ int bench_peak(int argc, char **argv) {
         }
     } else {
         printf("bf16 native    unavailable: no AVX512_BF16 (the bf16 GEMM runs emulated on fp32 FMAs)\n");
+    }
+    const char *amx_why = "";
+    if (p.amx_gflops > 0) printf("bf16 amx    %9.1f GFLOP/s  (TDPBF16PS tiles)\n", p.amx_gflops);
+    else if (!gpt2c_cpu_amx_usable(&amx_why)) printf("bf16 amx       unavailable: %s\n", amx_why);
+    if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512) {
+        gpt2c_cpu_bf16_amx(); /* decided (self-check; measured, or from gemm.json) before its note is read */
+        printf("bf16 gemm    %s\n", gpt2c_cpu_bf16_amx_note());
     }
     printf("read bw    %10.1f GB/s  (read stream, a sum: bounds decode)\n", p.read_gbs);
     printf("scale bw   %10.1f GB/s  (dst = s*src, bytes read + written)\n", p.scale_gbs);

@@ -9,6 +9,7 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/peak.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/bf16_engine.h"
 #include "profile/peak_kernels.h"
 #ifdef GPT2C_HAVE_JANSSON
@@ -155,7 +156,23 @@ static double measure_dpbf16(int threads, int runs) {
 #endif
 }
 
+/* TDPBF16PS peak, 0 where AMX cannot run */
+#ifdef GPT2C_HAVE_AMX_KERNEL
+static float run_amx(int isa, long iters) {
+    (void)isa;
+    return gpt2c_peak_amx_bf16(iters);
+}
+#endif
+static double measure_amx(int threads, int runs) {
+#ifdef GPT2C_HAVE_AMX_KERNEL
+    if (gpt2c_cpu_amx_usable(NULL)) return measure_loop(run_amx, GPT2C_ISA_AVX512, gpt2c_peak_amx_flops_per_iter, threads, runs);
+#endif
+    (void)threads, (void)runs;
+    return 0;
+}
+
 double gpt2c_peak_bf16_roof(const gpt2c_peak *p, gpt2c_isa isa) {
+    if (isa == GPT2C_ISA_AVX512 && p->amx_gflops > 0 && gpt2c_cpu_bf16_amx_hw()) return p->amx_gflops;
     const int dp = isa == GPT2C_ISA_AVX512 && p->bf16_gflops > 0 && gpt2c_cpu_bf16_use_dp();
     return dp ? p->bf16_gflops : p->fma_gflops[isa];
 }
@@ -222,6 +239,7 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *o) {
         }
     }
     o->bf16_gflops = measure_dpbf16(threads, runs);
+    o->amx_gflops = measure_amx(threads, runs);
     snprintf(o->build, sizeof o->build, "%s", gpt2c_peak_build());
     return gpt2c_peak_measure_bw(runs, o);
 }
@@ -237,17 +255,18 @@ static void cache_path(char *buf, size_t n, char *dir, size_t dn) {
 
 #ifdef GPT2C_HAVE_JANSSON
 /* The cache: {"version":5,"entries":[{"signature":..,"threads":..,"build":..,
- * "cpu":..,"fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,
+ * "cpu":..,"fma_gflops":{"avx512":..,"avx2":..,"scalar":..},"bf16_gflops":..,"amx_gflops":..,
  * "bandwidth_gbs":{"read":..,"scale":..,"triad":..,"update":..},"bandwidth_threads":..,
  * "bandwidth_array_mib":..,"runs":..}, ...]}, keyed by signature, threads and
  * build.  A file of another version is replaced. */
-#define CACHE_VERSION 5 /* 4: the "update" stream; 5: the fastest run, not the median */
+#define CACHE_VERSION 6 /* 4: the "update" stream; 5: the fastest run, not the median; 6: amx_gflops */
 static json_t *entry_json(const gpt2c_peak *p) {
     json_t *fma = json_object();
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
         if (p->fma_gflops[i] > 0) json_object_set_new(fma, gpt2c_isa_name((gpt2c_isa)i), json_real(p->fma_gflops[i]));
-    return json_pack("{s:s, s:i, s:s, s:s, s:o, s:f, s:{s:f, s:f, s:f, s:f}, s:i, s:i, s:i}", "signature", p->signature, "threads",
+    return json_pack("{s:s, s:i, s:s, s:s, s:o, s:f, s:f, s:{s:f, s:f, s:f, s:f}, s:i, s:i, s:i}", "signature", p->signature, "threads",
                      p->threads, "build", p->build, "cpu", p->cpu, "fma_gflops", fma, "bf16_gflops", p->bf16_gflops,
+                     "amx_gflops", p->amx_gflops,
                      "bandwidth_gbs", "read", p->read_gbs, "scale", p->scale_gbs, "triad", p->triad_gbs, "update", p->update_gbs,
                      "bandwidth_threads", p->bw_threads, "bandwidth_array_mib", p->bw_mib, "runs", p->runs);
 }
@@ -256,8 +275,9 @@ static int entry_parse(json_t *e, gpt2c_peak *p) {
     const char *sig = NULL, *cpu = "", *build = NULL;
     json_t *fma = NULL;
     memset(p, 0, sizeof *p);
-    if (json_unpack(e, "{s:s, s:i, s:s, s?s, s:o, s?F, s:{s:F, s:F, s:F, s:F}, s?i, s?i, s?i}", "signature", &sig, "threads",
+    if (json_unpack(e, "{s:s, s:i, s:s, s?s, s:o, s?F, s?F, s:{s:F, s:F, s:F, s:F}, s?i, s?i, s?i}", "signature", &sig, "threads",
                     &p->threads, "build", &build, "cpu", &cpu, "fma_gflops", &fma, "bf16_gflops", &p->bf16_gflops,
+                    "amx_gflops", &p->amx_gflops,
                     "bandwidth_gbs", "read", &p->read_gbs, "scale", &p->scale_gbs, "triad", &p->triad_gbs, "update", &p->update_gbs,
                     "bandwidth_threads", &p->bw_threads, "bandwidth_array_mib", &p->bw_mib, "runs", &p->runs) != 0 ||
         !json_is_object(fma))

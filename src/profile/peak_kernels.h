@@ -21,6 +21,11 @@ extern const double gpt2c_peak_fma_flops_per_iter_avx2;
 /* The same with vdpbf16ps (AVX512_BF16 only). */
 float gpt2c_peak_dpbf16_avx512(long iters);
 extern const double gpt2c_peak_dpbf16_flops_per_iter_avx512;
+/* The same with TDPBF16PS on AMX tiles (peak_amx.c; built where the
+ * compiler has -mamx-tile: GPT2C_HAVE_AMX_KERNEL; run only where
+ * kernels/cpu/amx.h says the CPU and OS allow it). */
+float gpt2c_peak_amx_bf16(long iters);
+extern const double gpt2c_peak_amx_flops_per_iter;
 /* Sum of n floats (n a multiple of 64), with several independent accumulators. */
 float gpt2c_peak_sum_avx512(const float *x, size_t n);
 float gpt2c_peak_sum_avx2(const float *x, size_t n);

@@ -223,7 +223,8 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     if (s->have_peak && s->bf16_matmuls && !s->peak_device)
         gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
                         s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops,
-                        gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
+                        gpt2c_cpu_bf16_amx_hw() ? gpt2c_cpu_bf16_amx_note()
+                        : gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (s->ovh_off > 0)

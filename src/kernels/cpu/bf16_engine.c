@@ -1,6 +1,7 @@
 /* The bf16 matmuls' arithmetic, vdpbf16ps or fp32 FMAs (bf16_engine.h). */
 #include "kernels/cpu/bf16_engine.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,9 @@
 
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
+#include "gpt2c/core.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/gemm_tune.h"
 
 #ifndef GPT2C_BUILD_TYPE
@@ -42,7 +46,7 @@ static int decide(void) {
         snprintf(g_note, sizeof g_note, "%s (GPT2C_BF16_ENGINE)", e[0] == 'v' ? "vdpbf16ps" : "fp32 FMAs");
         return e[0] == 'v';
     }
-    const int bad_env = e && e[0] && strcmp(e, "auto") != 0;
+    const int bad_env = e && e[0] && strcmp(e, "auto") != 0 && strcmp(e, "amx") != 0 && strcmp(e, "amx-emulated") != 0;
     static const char *const names[2] = {"vdpbf16ps_gflops", "fma_gflops"};
     char k[256];
     snprintf(k, sizeof k, "%s|build=%s", gpt2c_cpu_signature(), GPT2C_BUILD_TYPE);
@@ -55,7 +59,7 @@ static int decide(void) {
     const int dp = gpt2c_cpu_bf16_prefer_dp(v[0], v[1]);
     snprintf(g_note, sizeof g_note, "%s: vdpbf16ps %.1f GFLOP/s against fp32 FMAs %.1f on one core (%s)%s",
              dp ? "vdpbf16ps" : "fp32 FMAs", v[0], v[1], cached ? "cached" : "measured now",
-             bad_env ? "; GPT2C_BF16_ENGINE ignored: not vdpbf16ps, fma or auto" : "");
+             bad_env ? "; GPT2C_BF16_ENGINE ignored: not vdpbf16ps, fma, amx, amx-emulated or auto" : "");
     return dp;
 }
 
@@ -67,4 +71,102 @@ int gpt2c_cpu_bf16_use_dp(void) {
         if (__atomic_load_n(&g_use, __ATOMIC_ACQUIRE) < 0) __atomic_store_n(&g_use, decide(), __ATOMIC_RELEASE);
     }
     return __atomic_load_n(&g_use, __ATOMIC_ACQUIRE);
+}
+
+/* ---- AMX ---- */
+static const gpt2c_amx_tiles *g_amx;
+static int g_amx_decided;
+static char g_amx_note[240];
+
+const char *gpt2c_cpu_bf16_amx_note(void) { return g_amx_note; }
+
+/* GFLOP/s of the bf16 GEMM of a GPT-2 linear layer's forward (A fp32 256 x
+ * 768, W bf16 768 x 768), on tiles t or (t NULL) the pair engine kk: the
+ * fastest of three after a warm-up, all threads. */
+static double gemm_rate(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk) {
+    enum { M = 256, N = 768, K = 768 };
+    float *A = malloc(sizeof(float) * M * K), *C = malloc(sizeof(float) * M * N);
+    uint16_t *W = malloc(sizeof(uint16_t) * N * K);
+    double best = 0;
+    if (A && C && W) {
+        for (int i = 0; i < M * K; i++) A[i] = (float)((long)i * 7919 % 2001 - 1000) * 1e-3f;
+        for (int i = 0; i < N * K; i++) W[i] = gpt2c_bf16_from_f32((float)((long)i * 104729 % 2001 - 1000) * 1e-3f);
+        const gemm_operand a = {A, GPT2C_FMT_F32, K, 1}, b = {W, GPT2C_FMT_BF16, 1, K};
+        for (int r = 0; r < 4; r++) {
+            const uint64_t t0 = gpt2c_now_ns();
+            if (t) gpt2c_cpu_gemm_bf16_amx(t, kk, M, N, K, a, b, C, N, NULL, 0);
+            else gpt2c_cpu_gemm_bf16_with(kk, M, N, K, a, b, C, N, NULL, 0);
+            const double s = (double)(gpt2c_now_ns() - t0) * 1e-9, g = s > 0 ? 2.0 * M * N * K / s * 1e-9 : 0;
+            if (r > 0 && g > best) best = g;
+        }
+    }
+    free(A), free(C), free(W);
+    return best;
+}
+
+static const gpt2c_amx_tiles *decide_amx(void) {
+    const char *e = getenv("GPT2C_BF16_ENGINE");
+    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_best_isa());
+    if (e && strcmp(e, "amx-emulated") == 0) {
+        snprintf(g_amx_note, sizeof g_amx_note, "AMX tiles emulated in C (GPT2C_BF16_ENGINE=amx-emulated: slow, for tests)");
+        return &gpt2c_amx_tiles_emulated;
+    }
+    const char *why = "";
+    if (gpt2c_cpu_best_isa() != GPT2C_ISA_AVX512 || !gpt2c_cpu_amx_usable(&why)) {
+        snprintf(g_amx_note, sizeof g_amx_note, "no AMX: %s%s", gpt2c_cpu_best_isa() != GPT2C_ISA_AVX512 ? "no AVX-512" : why,
+                 e && strcmp(e, "amx") == 0 ? " (GPT2C_BF16_ENGINE=amx ignored)" : "");
+        return NULL;
+    }
+    if (e && (strcmp(e, "vdpbf16ps") == 0 || strcmp(e, "fma") == 0)) {
+        snprintf(g_amx_note, sizeof g_amx_note, "AMX not used (GPT2C_BF16_ENGINE=%s)", e);
+        return NULL;
+    }
+#ifdef GPT2C_HAVE_AMX_KERNEL
+    const gpt2c_amx_tiles *t = &gpt2c_amx_tiles_hw;
+    double worst = 0;
+    if (!gpt2c_cpu_gemm_bf16_amx_check(t, kk, &worst)) {
+        snprintf(g_amx_note, sizeof g_amx_note,
+                 "AMX not used: its GEMM failed the self-check against the pair loop (worst error %.3g of the bound)", worst);
+        return NULL;
+    }
+    if (e && strcmp(e, "amx") == 0) {
+        snprintf(g_amx_note, sizeof g_amx_note, "AMX tiles (GPT2C_BF16_ENGINE=amx; self-check passed)");
+        return t;
+    }
+    static const char *const names[2] = {"amx_gflops", "pair_gflops"};
+    char k[256];
+    snprintf(k, sizeof k, "%s|threads=%d|build=%s", gpt2c_cpu_signature(), omp_get_max_threads(), GPT2C_BUILD_TYPE);
+    double v[2];
+    const int cached = gpt2c_cpu_gemm_cache_get("bf16_amx", k, names, v, 2);
+    if (!cached) {
+        v[0] = gemm_rate(t, kk);
+        v[1] = gemm_rate(NULL, kk);
+        if (v[0] > 0 && v[1] > 0) gpt2c_cpu_gemm_cache_put("bf16_amx", k, names, v, 2);
+    }
+    const int use = v[0] > 0 && v[0] >= v[1];
+    snprintf(g_amx_note, sizeof g_amx_note, "%s: AMX tiles %.1f GFLOP/s against %.1f (%s) on 256x768x768 (%s)",
+             use ? "AMX tiles" : "AMX not used", v[0], v[1], kk->name, cached ? "cached" : "measured now");
+    return use ? t : NULL;
+#else
+    (void)kk;
+    return NULL; /* gpt2c_cpu_amx_usable said no: this build has no AMX kernel */
+#endif
+}
+
+const gpt2c_amx_tiles *gpt2c_cpu_bf16_amx(void) {
+    if (!__atomic_load_n(&g_amx_decided, __ATOMIC_ACQUIRE)) {
+#pragma omp critical(gpt2c_bf16_amx)
+        {
+            if (!__atomic_load_n(&g_amx_decided, __ATOMIC_ACQUIRE)) {
+                g_amx = decide_amx();
+                __atomic_store_n(&g_amx_decided, 1, __ATOMIC_RELEASE);
+            }
+        }
+    }
+    return g_amx;
+}
+
+int gpt2c_cpu_bf16_amx_hw(void) {
+    const gpt2c_amx_tiles *t = gpt2c_cpu_bf16_amx();
+    return t && t != &gpt2c_amx_tiles_emulated;
 }

@@ -17,6 +17,8 @@
 #ifndef GPT2C_CPU_BF16_ENGINE_H
 #define GPT2C_CPU_BF16_ENGINE_H
 
+#include "kernels/cpu/gemm_bf16_amx.h"
+
 /* 1: vdpbf16ps; 0: fp32 FMAs.  Decided at the first call (thread-safe). */
 int gpt2c_cpu_bf16_use_dp(void);
 
@@ -27,5 +29,27 @@ int gpt2c_cpu_bf16_prefer_dp(double dp_gflops, double fma_gflops);
 /* One line on the choice, e.g. "fp32 FMAs: vdpbf16ps 70.1 GFLOP/s against
  * FMAs 121.4 on one core (cached)"; "" before the first call. */
 const char *gpt2c_cpu_bf16_engine_note(void);
+
+/* AMX (amx.h, gemm_bf16_amx.h): the tiles the bf16 GEMM (gpt2c_cpu_gemm_bf16:
+ * training's linear layers, prefill's matmuls; not the attention or decode,
+ * which keep the engine above) runs on, or NULL.  Where AMX can run, it is
+ * used when its GEMM passes a self-check against the pair loop
+ * (gpt2c_cpu_gemm_bf16_amx_check) and is measured faster than the engine
+ * above on a GPT-2 shape (256 x 768 x 768, all threads; the figures cached
+ * in gemm.json, section "bf16_amx").  GPT2C_BF16_ENGINE=amx uses it without
+ * the timing (still self-checked); vdpbf16ps or fma turn it off;
+ * amx-emulated runs the plain-C tile model on any CPU (slow: tests).
+ * Decided at the first call (thread-safe; call it outside parallel regions
+ * first: the timing uses all threads). */
+const gpt2c_amx_tiles *gpt2c_cpu_bf16_amx(void);
+/* 1 if that is the hardware's tiles (the bf16 roof is then the AMX peak). */
+int gpt2c_cpu_bf16_amx_hw(void);
+/* One line on the choice, e.g. "AMX tiles: 812.3 GFLOP/s against 151.2
+ * (vdpbf16ps) on 256x768x768 (cached)"; "" before the first call. */
+const char *gpt2c_cpu_bf16_amx_note(void);
+
+/* The smallest M the bf16 GEMM runs on AMX (fewer rows leave most of each
+ * 16-row tile empty). */
+#define GPT2C_AMX_MIN_ROWS 16
 
 #endif

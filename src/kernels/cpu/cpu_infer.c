@@ -9,6 +9,7 @@
 #include "gpt2c/dtype.h"
 #include "gpt2c/quant.h"
 #include "kernels/bf16_rows.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/gemm.h"
@@ -156,9 +157,10 @@ void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     use_avx512 = gpt2c_cpu_isa() == GPT2C_ISA_AVX512;
     use_avx2 = gpt2c_cpu_isa() == GPT2C_ISA_AVX2;
     k->matmul_infer_range = cpu_matmul_infer_range;
-    /* the fp32-panel bf16 GEMM (no AVX512_BF16) reads its input in place as
-     * swapped fp32 rows; the others pack bf16 rows */
-    in_bf16_form = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 ? GPT2C_BF16_IN_F32_SWAPPED : GPT2C_BF16_IN_ROWS;
+    /* the fp32-panel bf16 GEMM (the FMA engine) reads its input in place as
+     * swapped fp32 rows; vdpbf16ps and the AMX tiles pack bf16 rows */
+    in_bf16_form = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 && !gpt2c_cpu_bf16_amx() ? GPT2C_BF16_IN_F32_SWAPPED
+                                                                                                : GPT2C_BF16_IN_ROWS;
     k->infer_bf16_input = in_bf16_form;
     k->infer_prepare = cpu_infer_prepare;
     k->formats.matmul_infer_range |=

@@ -558,10 +558,22 @@ void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N,
     gemm_bf16_run(kk, M, N, K, none, x, B, C, ldc, bias, accumulate);
 }
 
+void gpt2c_cpu_gemm_bf16_auto(gpt2c_isa isa, const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A,
+                              gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
+    const gpt2c_amx_tiles *t = M >= GPT2C_AMX_MIN_ROWS ? gpt2c_cpu_bf16_amx() : NULL;
+    if (t && (isa == GPT2C_ISA_AVX512 || !gpt2c_cpu_bf16_amx_hw()))
+        gpt2c_cpu_gemm_bf16_amx(t, kk, M, N, K, A, B, C, ldc, bias, accumulate);
+    else
+        gpt2c_cpu_gemm_bf16_with(kk, M, N, K, A, B, C, ldc, bias, accumulate);
+}
+
 void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate) {
-    if (!omp_in_parallel()) gpt2c_cpu_gemm_bf16_first_use(isa);
-    gpt2c_cpu_gemm_bf16_with(gpt2c_cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
+    if (!omp_in_parallel()) {
+        gpt2c_cpu_gemm_bf16_first_use(isa);
+        gpt2c_cpu_bf16_amx(); /* decided here, on all threads, not first inside a parallel region */
+    }
+    gpt2c_cpu_gemm_bf16_auto(isa, gpt2c_cpu_gemm_bf16_kernel(isa), M, N, K, A, B, C, ldc, bias, accumulate);
 }
 
 void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,
