@@ -10,7 +10,8 @@
  *   - the GEMM against the oracle gpt2c_ref_gemm_bf16 for the three GEMMs of
  *     a linear layer (operand strides of forward, dinp and dweight; fp32 and
  *     bf16 operands), with bias and accumulation, on ragged shapes (every M,
- *     N, K edge: below a tile, odd, not a multiple of 32), within the
+ *     N, K edge: below a tile, odd, not a multiple of 32), with this CPU's
+ *     vector packing helpers and with the portable loops, within the
  *     recursive-sum bound: |got - ref| <= 2 (K+2) 2^-24 (sum |a b| + |c0|)
  *     (each within K 2^-24 sum of the exact value, whatever the order);
  *   - determinism: the same bits on 1 and 2 threads, with a K block of 32

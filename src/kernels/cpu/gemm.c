@@ -257,13 +257,7 @@ void gpt2c_cpu_gemm_fp32_blocking(int *mc, int *nc) {
 
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
-        return;
-    }
+    if (gpt2c_gemm_trivial(M, N, K, C, ldc, bias, accumulate)) return;
     if (!omp_in_parallel()) gpt2c_cpu_gemm_fp32_first_use(isa);
     const gemm_isa_kernel *kk = pick_kernel(isa);
     const int MR = kk->mr, NR = kk->nr;

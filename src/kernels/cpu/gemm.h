@@ -78,6 +78,17 @@ void gpt2c_cpu_gemm_fp32_blocking_from_caches(int *mc, int *nc);
 void gpt2c_cpu_gemm_fp32_autotune(gpt2c_isa isa, int force, int *mc, int *nc, int *from_cache, double *gflops);
 void gpt2c_cpu_gemm_fp32_first_use(gpt2c_isa isa);
 
+/* The GEMMs' trivial cases: nothing to do (M or N <= 0), or no K (C = bias
+ * or 0 unless accumulating).  1 if it was one of them (handled). */
+static inline int gpt2c_gemm_trivial(int M, int N, int K, float *C, long ldc, const float *bias, int accumulate) {
+    if (M <= 0 || N <= 0) return 1;
+    if (K > 0) return 0;
+    if (!accumulate)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
+    return 1;
+}
+
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 

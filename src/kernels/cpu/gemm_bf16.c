@@ -452,13 +452,7 @@ static void gemm_naive_swapped(int ic, int mb, int jc, int nb, int K, swapped_ro
 /* The GEMM with A packed from its operand, or (xa.p) read in place. */
 static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, swapped_rows xa,
                           gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
-        return;
-    }
+    if (gpt2c_gemm_trivial(M, N, K, C, ldc, bias, accumulate)) return;
     const gemm_bf16_blocking bl = g_blocking;
     const int MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();

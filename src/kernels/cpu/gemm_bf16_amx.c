@@ -213,13 +213,7 @@ static void amx_run(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, in
 
 void gpt2c_cpu_gemm_bf16_amx(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, int M, int N, int K,
                              gemm_operand A, gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
-        return;
-    }
+    if (gpt2c_gemm_trivial(M, N, K, C, ldc, bias, accumulate)) return;
     const size_t Kp = round_up((size_t)K, 32), Mp = round_up((size_t)M, 32);
     const size_t ea = A.fmt == GPT2C_FMT_BF16 ? 2 : 4, eb = B.fmt == GPT2C_FMT_BF16 ? 2 : 4;
     if (Mp * Kp * 2 <= g_pack_max || (Mp <= 32 && Kp <= 32)) {
