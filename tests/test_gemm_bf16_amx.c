@@ -16,6 +16,8 @@
  *     (each within K 2^-24 sum of the exact value, whatever the order);
  *   - determinism: the same bits on 1 and 2 threads, with a K block of 32
  *     or 512, and with packed A sliced by rows or by K;
+ *   - an A of bf16 rows (prefill's input) read in place: the bits of the
+ *     same A packed, whatever its row stride and row count;
  *   - the tiles are only touched between begin and end (on hardware a tile
  *     instruction outside them kills the process);
  *   - the engine's self-check passes for the model and the hardware, and
@@ -53,7 +55,7 @@ static float one_dp(const gpt2c_amx_tiles *t, float c0, const uint16_t a[2], con
     A0[0] = a[0] | (uint32_t)a[1] << 16; /* row 0, pair 0 */
     B0[0] = b[0] | (uint32_t)b[1] << 16; /* pair 0, column 0 */
     t->begin();
-    t->block(1, A0, Z, B0, Z, C, 32, 1, NULL);
+    t->block(1, A0, Z, 64, 256, B0, Z, C, 32, 1, NULL);
     t->end();
     return C[0];
 }
@@ -161,11 +163,35 @@ static void test_gemm(const gpt2c_amx_tiles *t, int op, int M, int N, int K, int
     free(A), free(B), free(bias), free(got), free(ref), free(c0), free(Bb);
 }
 
+/* A of bf16 rows (a prefill's rounded input; row stride rs >= K), its
+ * tiles loaded in place where K is a multiple of 32 (the rows past the last
+ * whole 32 packed): within the bound of the oracle, and the bits of the same
+ * GEMM with A given as fp32 (packed): the same values in the same order. */
+static void test_rows_in_place(const gpt2c_amx_tiles *t, int M, int N, int K, int rs) {
+    float *A = malloc(sizeof(float) * M * K), *W = malloc(sizeof(float) * N * K);
+    uint16_t *Ab = malloc(sizeof(uint16_t) * M * rs), *Wb = malloc(sizeof(uint16_t) * N * K);
+    float *got = malloc(sizeof(float) * M * N), *packed = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
+    for (int i = 0; i < M * rs; i++) Ab[i] = 0x7fc0; /* NaN between rows: never read */
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) A[i * K + k] = gpt2c_bf16_round(urand()), Ab[i * rs + k] = gpt2c_bf16_from_f32(A[i * K + k]);
+    for (int i = 0; i < N * K; i++) W[i] = gpt2c_bf16_round(urand()), Wb[i] = gpt2c_bf16_from_f32(W[i]);
+    const gemm_operand ab = {Ab, GPT2C_FMT_BF16, rs, 1}, af = {A, GPT2C_FMT_F32, K, 1}, b = {Wb, GPT2C_FMT_BF16, 1, K};
+    gpt2c_cpu_gemm_bf16_amx(t, g_helpers, M, N, K, ab, b, got, N, NULL, 0);
+    gpt2c_cpu_gemm_bf16_amx(t, g_helpers, M, N, K, af, b, packed, N, NULL, 0);
+    gpt2c_ref_gemm_bf16(M, N, K, A, K, 1, W, 1, K, ref, N, NULL, 0);
+    const prob p = {M, N, K, A, K, 1, W, 1, K};
+    const double e = err_vs_ref(&p, got, ref, NULL, NULL);
+    CHECK_MSG(e <= 1.0, "[%s] A rows in place M=%d N=%d K=%d rs=%d: error %.3g of the bound", t->name, M, N, K, rs, e);
+    CHECK_MSG(memcmp(got, packed, sizeof(float) * M * N) == 0, "[%s] A rows in place M=%d N=%d K=%d rs=%d: not the packed A's bits",
+              t->name, M, N, K, rs);
+    free(A), free(W), free(Ab), free(Wb), free(got), free(packed), free(ref);
+}
+
 /* A kernel that drops the last chunk of every block: the self-check must refuse it. */
 static const gpt2c_amx_tiles *g_inner;
-static void bad_block(int nch, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1, float *C,
-                      long ldc, int load_c, const float *bias) {
-    g_inner->block(nch > 1 ? nch - 1 : nch, a0, a1, b0, b1, C, ldc, load_c, bias);
+static void bad_block(int nch, const uint32_t *a0, const uint32_t *a1, long lda, long astep, const uint32_t *b0,
+                      const uint32_t *b1, float *C, long ldc, int load_c, const float *bias) {
+    g_inner->block(nch > 1 ? nch - 1 : nch, a0, a1, lda, astep, b0, b1, C, ldc, load_c, bias);
 }
 
 static void run_all(const gpt2c_amx_tiles *t, int hw) {
@@ -183,6 +209,8 @@ static void run_all(const gpt2c_amx_tiles *t, int hw) {
                 test_gemm(t, op, M, N, K, op != 2, op == 0, op == 2);
                 if (s % 3 == 0) test_gemm(t, op, M, N, K, op == 2, op != 0, 0);
             }
+        static const int rows[][4] = {{32, 32, 32, 32}, {70, 40, 64, 64}, {31, 33, 96, 96}, {96, 64, 544, 576}, {65, 17, 31, 32}};
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) test_rows_in_place(t, rows[r][0], rows[r][1], rows[r][2], rows[r][3]);
     }
     double worst = 0;
     CHECK_MSG(gpt2c_cpu_gemm_bf16_amx_check(t, kk, &worst), "[%s] self-check fails (%.3g of the bound)", t->name, worst);

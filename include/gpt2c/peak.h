@@ -74,5 +74,7 @@ gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);
  * its % of peak follows a shared machine's drift (one thread: thread CPU
  * time; more: wall time).  0 if the ISA is not supported. */
 double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seconds);
+/* bf16 = this: the AMX TDPBF16PS loop instead (0 where AMX cannot run) */
+#define GPT2C_PEAK_BURST_AMX 2
 
 #endif

@@ -71,8 +71,8 @@ static int g_local_nt; /* threads of the local peak bursts; 0: none */
 static double g_lp_prev[LP_BURSTS];
 static int g_lp_have_prev;
 static void local_peak_phase(double *v) {
-    /* bf16: the loop of the engine its GEMM runs on (vdpbf16ps or FMAs, bf16_engine.h) */
-    const int dp = g_bf16 && gpt2c_cpu_bf16_use_dp();
+    /* bf16: the loop of the engine its GEMM runs on (AMX tiles, vdpbf16ps or FMAs, bf16_engine.h) */
+    const int dp = !g_bf16 ? 0 : gpt2c_cpu_bf16_amx_hw() ? GPT2C_PEAK_BURST_AMX : gpt2c_cpu_bf16_use_dp();
     for (int i = 0; i < LP_BURSTS; i++) v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), dp, g_local_nt, 0.015);
 }
 

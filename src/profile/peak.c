@@ -184,14 +184,26 @@ double gpt2c_peak_bf16_roof(const gpt2c_peak *p, gpt2c_isa isa) {
 double gpt2c_peak_burst_gflops(gpt2c_isa isa, int bf16, int threads, double seconds) {
     if (threads <= 0) threads = omp_get_num_procs();
     if (!isa_supported(isa)) return 0;
-    int dp = 0;
+    int dp = 0; /* the loop: 0 FMAs, 1 vdpbf16ps, 2 TDPBF16PS */
 #if defined(__x86_64__) || defined(__i386__)
     dp = bf16 && isa == GPT2C_ISA_AVX512 && gpt2c_cpu_has_avx512bf16();
 #endif
-    static long cal_iters[GPT2C_ISA_COUNT][2];
-    static int cal_threads[GPT2C_ISA_COUNT][2];
+    if (bf16 == GPT2C_PEAK_BURST_AMX) {
+#ifdef GPT2C_HAVE_AMX_KERNEL
+        if (isa != GPT2C_ISA_AVX512 || !gpt2c_cpu_amx_usable(NULL)) return 0;
+        dp = 2;
+#else
+        return 0;
+#endif
+    }
+    static long cal_iters[GPT2C_ISA_COUNT][3];
+    static int cal_threads[GPT2C_ISA_COUNT][3];
     long *iters = &cal_iters[isa][dp];
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(GPT2C_HAVE_AMX_KERNEL)
+    const peak_loop loop = dp == 2 ? run_amx : dp ? run_dpbf16 : run_fma;
+#define BURST(n) time_loop(loop, isa, threads, (n))
+    const double fpi = dp == 2 ? gpt2c_peak_amx_flops_per_iter : dp ? gpt2c_peak_dpbf16_flops_per_iter_avx512 : flops_per_iter(isa);
+#elif defined(__x86_64__) || defined(__i386__)
 #define BURST(n) time_loop(dp ? run_dpbf16 : run_fma, isa, threads, (n))
     const double fpi = dp ? gpt2c_peak_dpbf16_flops_per_iter_avx512 : flops_per_iter(isa);
 #else

@@ -30,8 +30,8 @@ static void amx_begin(void) {
 
 static void amx_end(void) { TILE_RELEASE(); }
 
-static void amx_block(int nch, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1, float *C,
-                      long ldc, int load_c, const float *bias) {
+static void amx_block(int nch, const uint32_t *a0, const uint32_t *a1, long lda, long astep, const uint32_t *b0,
+                      const uint32_t *b1, float *C, long ldc, int load_c, const float *bias) {
     const long cs = ldc * (long)sizeof(float);
     if (load_c) {
         TILE_LOAD(0, C, cs);
@@ -52,9 +52,9 @@ static void amx_block(int nch, const uint32_t *a0, const uint32_t *a1, const uin
         TILE_ZERO(3);
     }
     for (int c = 0; c < nch; c++) {
-        const size_t o = (size_t)c * GPT2C_AMX_TILE_WORDS;
-        TILE_LOAD(4, a0 + o, 64);
-        TILE_LOAD(5, a1 + o, 64);
+        const size_t o = (size_t)c * GPT2C_AMX_TILE_WORDS, oa = (size_t)c * astep;
+        TILE_LOAD(4, a0 + oa, lda);
+        TILE_LOAD(5, a1 + oa, lda);
         TILE_LOAD(6, b0 + o, 64);
         TILE_LOAD(7, b1 + o, 64);
         TILE_DP(0, 4, 6);

@@ -140,11 +140,23 @@ static void pack_tiles(const gemm_bf16_isa_kernel *kk, uint32_t *dst, size_t gst
 static _Thread_local float *tl_abuf, *tl_bbuf;
 static _Thread_local size_t tl_acap, tl_bcap;
 
-/* One unit: columns [jc, jc+nb) of C, all M rows, A packed (pa, nch chunks). */
-static void run_unit(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, uint32_t *bbuf, const uint32_t *pa,
-                     int nch, int M, int K, int jc, int nb, const gemm_operand *B, float *C, long ldc,
-                     const float *bias, int accumulate) {
+/* Where A's tiles are: rows below `rows_in_place` straight from A's own
+ * bf16 rows (rows, rs elements apart), the rest packed (packed: group g of
+ * 16 rows from row rows_in_place on at packed + g*nch*256 words). */
+typedef struct {
+    const uint16_t *rows;
+    long rs;
+    int rows_in_place;
+    const uint32_t *packed;
+    int nch;
+} a_tiles;
+
+/* One unit: columns [jc, jc+nb) of C, all M rows. */
+static void run_unit(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, uint32_t *bbuf, const a_tiles *at,
+                     int M, int K, int jc, int nb, const gemm_operand *B, float *C, long ldc, const float *bias,
+                     int accumulate) {
     const int kcc = g_kc / GPT2C_AMX_KCHUNK, Mp = (int)round_up((size_t)M, 32), nbp = (int)round_up((size_t)nb, 32);
+    const int nch = at->nch;
     t->begin();
     for (int kb = 0; kb < nch; kb += kcc) {
         const int nc = imin(kcc, nch - kb), load_c = accumulate || kb > 0;
@@ -154,12 +166,20 @@ static void run_unit(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, u
             const uint32_t *b0 = bbuf + (size_t)(h / 16) * gs, *b1 = b0 + gs;
             const float *bi = (!load_c && bias) ? bias + jc + h : NULL;
             for (int i = 0; i < Mp; i += 32) {
-                const uint32_t *a0 = pa + ((size_t)(i / 16) * nch + kb) * GPT2C_AMX_TILE_WORDS;
-                const uint32_t *a1 = a0 + (size_t)nch * GPT2C_AMX_TILE_WORDS;
+                const uint32_t *a0, *a1;
+                long lda = 64, astep = GPT2C_AMX_TILE_WORDS;
+                if (i < at->rows_in_place) { /* 32 k = 16 words a chunk along the row */
+                    a0 = (const uint32_t *)(const void *)(at->rows + (size_t)i * at->rs + (size_t)kb * GPT2C_AMX_KCHUNK);
+                    a1 = (const uint32_t *)(const void *)((const uint16_t *)(const void *)a0 + 16 * at->rs);
+                    lda = at->rs * (long)sizeof(uint16_t), astep = 16;
+                } else {
+                    a0 = at->packed + ((size_t)(i - at->rows_in_place) / 16 * nch + kb) * GPT2C_AMX_TILE_WORDS;
+                    a1 = a0 + (size_t)nch * GPT2C_AMX_TILE_WORDS;
+                }
                 float *c = C + (size_t)i * ldc + jc + h;
                 const int mr = imin(32, M - i), nr = imin(32, nb - h);
                 if (mr == 32 && nr == 32) {
-                    t->block(nc, a0, a1, b0, b1, c, ldc, load_c, bi);
+                    t->block(nc, a0, a1, lda, astep, b0, b1, c, ldc, load_c, bi);
                 } else { /* edge: through a full tile block */
                     float tmp[32 * 32] __attribute__((aligned(64))), bpad[32];
                     memset(tmp, 0, sizeof tmp);
@@ -169,7 +189,7 @@ static void run_unit(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, u
                         memset(bpad, 0, sizeof bpad);
                         memcpy(bpad, bi, sizeof(float) * nr);
                     }
-                    t->block(nc, a0, a1, b0, b1, tmp, 32, load_c, bi ? bpad : NULL);
+                    t->block(nc, a0, a1, lda, astep, b0, b1, tmp, 32, load_c, bi ? bpad : NULL);
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * 32, sizeof(float) * nr);
                 }
             }
@@ -178,20 +198,31 @@ static void run_unit(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, u
     t->end();
 }
 
+/* A's tiles are loaded in place from its bf16 rows when each row pair is
+ * whole words (K a multiple of 32, rows 4-byte aligned), for the rows of
+ * whole 32-row blocks (the rest, up to 31 rows, packed). */
+static int rows_in_place(const gemm_operand *A, int M, int K) {
+    if (A->fmt != GPT2C_FMT_BF16 || A->cs != 1 || K % GPT2C_AMX_KCHUNK || A->rs % 2 || ((uintptr_t)A->p & 3)) return 0;
+    return M / 32 * 32;
+}
+
 /* The GEMM with packed A kept whole (no slicing). */
 static void amx_run(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A,
                     gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const int nch = (int)round_up((size_t)K, 32) / 32, Mp = (int)round_up((size_t)M, 32), groups = Mp / 16;
+    const int nch = (int)round_up((size_t)K, 32) / 32, in_place = rows_in_place(&A, M, K);
+    const int groups = (int)round_up((size_t)(M - in_place), 32) / 16; /* packed 16-row groups */
     const size_t gsa = (size_t)nch * GPT2C_AMX_TILE_WORDS;
-    uint32_t *pa = (uint32_t *)gpt2c_cpu_grow_buffer(&tl_abuf, &tl_acap, (size_t)groups * gsa);
-    if (!pa) { /* no memory for packed A: the pair engine (same sums up to the order of a pair's two adds) */
+    uint32_t *pa = groups ? (uint32_t *)gpt2c_cpu_grow_buffer(&tl_abuf, &tl_acap, (size_t)groups * gsa) : NULL;
+    if (groups && !pa) { /* no memory for packed A: the pair engine (same sums up to the order of a pair's two adds) */
         gpt2c_cpu_gemm_bf16_with(kk, M, N, K, A, B, C, ldc, bias, accumulate);
         return;
     }
 #pragma omp parallel for schedule(dynamic, 2) num_threads(nth) if (nth > 1 && groups > 2)
     for (int g = 0; g < groups; g++)
-        pack_tiles(kk, pa + (size_t)g * gsa, gsa, LAYOUT_A, &A, A.rs, A.cs, (long)16 * g, M - 16 * g, 1, 0, nch, K);
+        pack_tiles(kk, pa + (size_t)g * gsa, gsa, LAYOUT_A, &A, A.rs, A.cs, (long)in_place + 16 * g, M - in_place - 16 * g,
+                   1, 0, nch, K);
+    const a_tiles at = {(const uint16_t *)A.p, A.rs, in_place, pa, nch};
     /* units of whole 32-column groups, about two per thread (A is shared, and
      * each B column packed once, so more units cost nothing but C edges) */
     const int ncu = (int)round_up((size_t)(N + 2 * nth - 1) / (2 * nth), 32);
@@ -203,7 +234,7 @@ static void amx_run(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk, in
         uint32_t *bb = (uint32_t *)gpt2c_cpu_grow_buffer(&tl_bbuf, &tl_bcap, bwords);
         gemm_operand Bu = B;
         if (bb)
-            run_unit(t, kk, bb, pa, nch, M, K, jc, nb, &B, C, ldc, bias, accumulate);
+            run_unit(t, kk, bb, &at, M, K, jc, nb, &B, C, ldc, bias, accumulate);
         else { /* no memory for this unit's B: the pair engine on its columns */
             Bu.p = (const char *)B.p + (size_t)jc * B.cs * (B.fmt == GPT2C_FMT_BF16 ? 2 : 4);
             gpt2c_cpu_gemm_bf16_with(kk, M, nb, K, A, Bu, C + jc, ldc, bias ? bias + jc : NULL, accumulate);
@@ -216,7 +247,8 @@ void gpt2c_cpu_gemm_bf16_amx(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kerne
     if (gpt2c_gemm_trivial(M, N, K, C, ldc, bias, accumulate)) return;
     const size_t Kp = round_up((size_t)K, 32), Mp = round_up((size_t)M, 32);
     const size_t ea = A.fmt == GPT2C_FMT_BF16 ? 2 : 4, eb = B.fmt == GPT2C_FMT_BF16 ? 2 : 4;
-    if (Mp * Kp * 2 <= g_pack_max || (Mp <= 32 && Kp <= 32)) {
+    const size_t packed_rows = Mp - (size_t)rows_in_place(&A, M, K); /* A read in place needs no packing */
+    if (packed_rows * Kp * 2 <= g_pack_max || (Mp <= 32 && Kp <= 32)) {
         amx_run(t, kk, M, N, K, A, B, C, ldc, bias, accumulate);
         return;
     }

@@ -8,8 +8,10 @@
  * Layout.  A tile register holds 16 rows of 64 bytes.  TDPBF16PS C += A B
  * takes A as 16 rows x 16 pair words (row i, pairs q: k = 2q, 2q+1) and B as
  * 16 pair rows x 16 columns (pair q of column j), the "pair word" of
- * gemm_bf16.h.  The driver packs A once per GEMM into tiles of 16 rows x 32 k
- * (1 KiB each, contiguous: no stride crosses a page in a tile load) and B,
+ * gemm_bf16.h.  An A of bf16 rows (a prefill's rounded input) is already
+ * that: its tiles are loaded in place (K a multiple of 32; the rows of a last
+ * partial 32 are packed).  Else the driver packs A once per GEMM into tiles
+ * of 16 rows x 32 k (1 KiB each, contiguous) and B,
  * unit by unit and K block by K block, into tiles of 32 k x 16 columns; K is
  * zero-padded to a multiple of 32, rows and columns to multiples of 32.  The
  * micro-kernel (amx_block_impl.h) runs 2 x 2 tiles of C (32 x 32) over a K
@@ -49,9 +51,11 @@ typedef struct {
     void (*end)(void);
     /* C (32 x 32) [ldc] = (load_c ? C : bias (32) or 0) + sum over nch
      * chunks of A0|A1 (rows 0-15 | 16-31) x B0|B1 (columns 0-15 | 16-31),
-     * chunk c's tiles at a0 + 256c, a1 + 256c, b0 + 256c, b1 + 256c. */
-    void (*block)(int nch, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1, float *C,
-                  long ldc, int load_c, const float *bias);
+     * chunk c's tiles at a0 + c*astep, a1 + c*astep (rows lda bytes apart:
+     * packed tiles 64 and 256 words; A's own bf16 rows their stride and
+     * 16 words), b0 + 256c, b1 + 256c (packed). */
+    void (*block)(int nch, const uint32_t *a0, const uint32_t *a1, long lda, long astep, const uint32_t *b0,
+                  const uint32_t *b1, float *C, long ldc, int load_c, const float *bias);
 } gpt2c_amx_tiles;
 
 extern const gpt2c_amx_tiles gpt2c_amx_tiles_emulated;
