@@ -1,7 +1,9 @@
 /* The bf16 GEMM on AMX tiles: packing, units and slicing (gemm_bf16_amx.h).
  *
  *   A is packed once per GEMM (all threads, 16-row groups), tile (g, c) =
- *   rows 16g..16g+15, k 32c..32c+31 at pa + (g*nch + c)*256 words.
+ *   rows 16g..16g+15, k 32c..32c+31 at pa + (g*nch + c)*256 words; an A of
+ *   bf16 rows with K a multiple of 32 is read in place instead (its whole
+ *   32-row blocks; the last rows packed).
  *   C is cut into units of whole 32-column groups (all rows); threads take
  *   units.  In a unit, per K block (kc k, in order): its B columns are packed
  *   into tiles (each B element is packed once in the whole GEMM), then for
