@@ -3,7 +3,9 @@
 # AVX512_BF16; where the CPU has it, vdpbf16ps or FMAs by a one-core
 # measurement kept in gemm.json ("bf16_engine"), which a later process reads
 # (edited figures flip the choice both ways); GPT2C_BF16_ENGINE forces it.
-# `bench gemm --precision bf16` names the kernel it runs and why.
+# `bench gemm --precision bf16` names the kernel it runs and why, and
+# whether its GEMM runs on AMX tiles (GPT2C_BF16_ENGINE=amx without AMX:
+# ignored, said; amx-emulated: the C model).
 G="$1"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
@@ -14,6 +16,18 @@ run() { "$G" bench gemm --precision bf16 --n 16 --reps 1 --threads 1 --no-blas -
 line=$(run)
 echo "$line"
 case "$("$G" --version)" in *"runs avx512"*) ;; *) echo "not the AVX-512 path here: the engine is not asked"; exit 0 ;; esac
+# AMX (the bf16 GEMM's tiles): named on its own line; never where the CPU or OS refuses it
+amx=$(grep 'bf16 GEMM (M >= 16)' "$D/out.txt") || fail "no AMX line"
+echo "$amx"
+if grep -q 'no AMX' <<< "$amx"; then
+  GPT2C_BF16_ENGINE=amx run >/dev/null
+  grep -q 'no AMX: .*(GPT2C_BF16_ENGINE=amx ignored)' "$D/out.txt" || fail "GPT2C_BF16_ENGINE=amx without AMX: $(grep 'bf16 GEMM' "$D/out.txt")"
+else
+  grep -q 'AMX tiles\|AMX not used' <<< "$amx" || fail "AMX: neither used nor refused: $amx"
+fi
+# (8 rows: below the AMX GEMM's 16, so the slow C model is named, not run)
+GPT2C_BF16_ENGINE=amx-emulated "$G" bench gemm --precision bf16 --n 8 --reps 1 --threads 1 --no-blas --no-local-peak |
+  grep -q 'AMX tiles emulated in C' || fail "GPT2C_BF16_ENGINE=amx-emulated"
 if ! grep -q ',avx512bf16' "$D/out.txt"; then # the CPU signature in the header
   grep -q 'avx512f-fp32 (fp32 FMAs (no AVX512_BF16 on this CPU))' <<< "$line" || fail "no AVX512_BF16: expected the FMA kernel"
   grep -q 'avx512f-fp32' <<< "$(GPT2C_BF16_ENGINE=vdpbf16ps run)" || fail "GPT2C_BF16_ENGINE=vdpbf16ps on a CPU without it"
