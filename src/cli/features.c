@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpt2c/cpu.h"
+#include "kernels/cpu/amx.h"
 
 #ifdef GPT2C_HAVE_JANSSON
 #include <jansson.h>
@@ -28,6 +29,19 @@ static void isa(char *b, size_t n) {
     const char *built = "scalar";
 #endif
     snprintf(b, n, "%s built; this CPU (%s) runs %s", built, gpt2c_cpu_brand(), gpt2c_isa_name(gpt2c_cpu_best_isa()));
+}
+
+/* the bf16 GEMM's AMX tiles: built (the compiler knew -mamx-tile), and whether this CPU and OS allow them */
+static void amx(char *b, size_t n) {
+    const char *why = "";
+#if !defined(__x86_64__)
+    (void)why;
+    snprintf(b, n, "no (x86-64 only)");
+    return;
+#endif
+    if (!gpt2c_cpu_amx_built()) snprintf(b, n, "no (the compiler lacks -mamx-tile)");
+    else if (gpt2c_cpu_amx_usable(&why)) snprintf(b, n, "built; this CPU and OS allow it (the bf16 GEMM uses it once self-checked and faster)");
+    else snprintf(b, n, "built; not here: %s", why);
 }
 
 static void openmp(char *b, size_t n) { snprintf(b, n, "yes (OpenMP %d, %d threads by default)", _OPENMP, omp_get_max_threads()); }
@@ -93,7 +107,7 @@ static const struct {
     const char *name;
     void (*describe)(char *buf, size_t n);
 } FEATURES[] = {
-    {"SIMD paths", isa}, {"OpenMP", openmp}, {"BLAS", blas},     {"CUDA", cuda},
+    {"SIMD paths", isa}, {"AMX", amx}, {"OpenMP", openmp}, {"BLAS", blas},     {"CUDA", cuda},
     {"MPI", mpi},        {"JSON", json},     {"utf8proc", unicode}, {"HTTP", http},
 };
 
