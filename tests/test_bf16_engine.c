@@ -24,6 +24,9 @@ int main(void) {
     CHECK(gpt2c_cpu_bf16_use_dp() == dp); /* decided once */
     if (gpt2c_cpu_isa() == GPT2C_ISA_AVX512)
         CHECK(strcmp(gpt2c_cpu_gemm_bf16_kernel(GPT2C_ISA_AVX512)->name, dp ? "avx512bf16" : "avx512f-fp32") == 0);
+    CHECK(gpt2c_cpu_bf16_prefer_amx(900.0, 150.0) == 1); /* the tiles faster */
+    CHECK(gpt2c_cpu_bf16_prefer_amx(100.0, 150.0) == 0); /* slower (e.g. a throttled core): the pair engine */
+    CHECK(gpt2c_cpu_bf16_prefer_amx(0.0, 0.0) == 0);     /* not measured: never */
     /* AMX: never where the CPU or OS cannot run it (unless emulated, by request), decided once */
     const char *why = "", *env = getenv("GPT2C_BF16_ENGINE");
     const int emulated = env && strcmp(env, "amx-emulated") == 0;

@@ -6,20 +6,15 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cpu/amx.h"
 #include "profile/peak_kernels.h"
 
 /* 4 TDPBF16PS of 16 x 16 x 32 multiply-adds each */
 const double gpt2c_peak_amx_flops_per_iter = 4.0 * 16 * 16 * 32 * 2;
 
 float gpt2c_peak_amx_bf16(long iters) {
-    struct {
-        uint8_t palette, start_row, reserved[14];
-        uint16_t colsb[16];
-        uint8_t rows[16];
-    } __attribute__((packed)) cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+    gpt2c_amx_config cfg;
+    gpt2c_amx_config_16x64(&cfg);
     uint16_t a[16 * 32] __attribute__((aligned(64))), b[16 * 32] __attribute__((aligned(64)));
     float c[16 * 16] __attribute__((aligned(64)));
     for (int i = 0; i < 16 * 32; i++) a[i] = 0x3c00, b[i] = 0x3b80; /* 2^-7, 2^-8: no overflow */

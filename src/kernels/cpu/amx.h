@@ -13,6 +13,23 @@
 #define GPT2C_CPU_AMX_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The 64-byte tile configuration LDTILECFG reads (palette 1). */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((packed)) gpt2c_amx_config;
+
+/* All eight tiles 16 rows x 64 bytes: the only shape the cpu backend uses
+ * (fp32 C 16 x 16; bf16 pairs A 16 x 32 and B 32 x 16). */
+static inline void gpt2c_amx_config_16x64(gpt2c_amx_config *c) {
+    memset(c, 0, sizeof *c);
+    c->palette = 1;
+    for (int t = 0; t < 8; t++) c->rows[t] = 16, c->colsb[t] = 64;
+}
 
 /* 1 if the AMX bf16 tiles can run here (the permission requested on the
  * first call); else 0.  `why` (may be NULL): one line, e.g. "AMX-BF16: yes"

@@ -12,19 +12,12 @@
  * 4-5 A, 6-7 B. */
 #include <string.h>
 
+#include "kernels/cpu/amx.h"
 #include "kernels/cpu/gemm_bf16_amx.h"
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} __attribute__((packed)) amx_tile_config;
-
 static void amx_begin(void) {
-    amx_tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int t = 0; t < 8; t++) c.rows[t] = 16, c.colsb[t] = 64;
+    gpt2c_amx_config c;
+    gpt2c_amx_config_16x64(&c);
     TILE_CONFIG(&c);
 }
 

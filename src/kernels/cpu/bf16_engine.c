@@ -74,6 +74,8 @@ int gpt2c_cpu_bf16_use_dp(void) {
 }
 
 /* ---- AMX ---- */
+int gpt2c_cpu_bf16_prefer_amx(double amx_gflops, double pair_gflops) { return amx_gflops > 0 && amx_gflops >= pair_gflops; }
+
 static const gpt2c_amx_tiles *g_amx;
 static int g_amx_decided;
 static char g_amx_note[240];
@@ -143,7 +145,7 @@ static const gpt2c_amx_tiles *decide_amx(void) {
         v[1] = gemm_rate(NULL, kk);
         if (v[0] > 0 && v[1] > 0) gpt2c_cpu_gemm_cache_put("bf16_amx", k, names, v, 2);
     }
-    const int use = v[0] > 0 && v[0] >= v[1];
+    const int use = gpt2c_cpu_bf16_prefer_amx(v[0], v[1]);
     snprintf(g_amx_note, sizeof g_amx_note, "%s: AMX tiles %.1f GFLOP/s against %.1f (%s) on 256x768x768 (%s)",
              use ? "AMX tiles" : "AMX not used", v[0], v[1], kk->name, cached ? "cached" : "measured now");
     return use ? t : NULL;

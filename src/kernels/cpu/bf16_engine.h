@@ -42,6 +42,8 @@ const char *gpt2c_cpu_bf16_engine_note(void);
  * Decided at the first call (thread-safe; call it outside parallel regions
  * first: the timing uses all threads). */
 const gpt2c_amx_tiles *gpt2c_cpu_bf16_amx(void);
+/* The rule: the tiles when their GEMM's rate reaches the pair engine's. */
+int gpt2c_cpu_bf16_prefer_amx(double amx_gflops, double pair_gflops);
 /* 1 if that is the hardware's tiles (the bf16 roof is then the AMX peak). */
 int gpt2c_cpu_bf16_amx_hw(void);
 /* One line on the choice, e.g. "AMX tiles: 812.3 GFLOP/s against 151.2
