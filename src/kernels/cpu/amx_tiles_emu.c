@@ -5,6 +5,7 @@
  * It runs on any CPU, slowly: the tests of the AMX driver everywhere, and
  * GPT2C_BF16_ENGINE=amx-emulated.  A tile operation outside begin/end (on
  * hardware: #UD, the process killed) is counted (gpt2c_amx_emulated_misuse). */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,7 +30,8 @@ static float daz_bf16(uint32_t h) { /* bf16 (16 bits) to fp32, a denormal read a
     return f;
 }
 
-static float ftz(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+/* a denormal result flushed to a signed zero (branch-free: the loops below vectorise) */
+static inline float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
 static void emu_config(const void *cfg) {
     (void)cfg; /* the kernel always asks for eight 16 x 64-byte tiles */
@@ -48,19 +50,26 @@ static void emu_store(int t, void *p, long s) {
     check();
     for (int r = 0; r < 16; r++) memcpy((char *)p + r * s, tl_tile[t][r], 64);
 }
+/* C += A B: per output, for each pair in order, the even product added,
+ * then the odd one; operands widened (and flushed) once per call, the
+ * 16 outputs of a row updated together. */
 static void emu_dp(int c, int a, int b) {
     check();
-    for (int m = 0; m < 16; m++)
+    float bv[16][2][16], av[16][2], acc[16]; /* [pair][half][column], [pair][half] */
+    for (int k = 0; k < 16; k++)
         for (int n = 0; n < 16; n++) {
-            float acc;
-            memcpy(&acc, &tl_tile[c][m][n], 4);
-            for (int k = 0; k < 16; k++) {
-                const uint32_t aw = tl_tile[a][m][k], bw = tl_tile[b][k][n];
-                acc = ftz(acc + daz_bf16(aw) * daz_bf16(bw));
-                acc = ftz(acc + daz_bf16(aw >> 16) * daz_bf16(bw >> 16));
-            }
-            memcpy(&tl_tile[c][m][n], &acc, 4);
+            bv[k][0][n] = daz_bf16(tl_tile[b][k][n]);
+            bv[k][1][n] = daz_bf16(tl_tile[b][k][n] >> 16);
         }
+    for (int m = 0; m < 16; m++) {
+        for (int k = 0; k < 16; k++) av[k][0] = daz_bf16(tl_tile[a][m][k]), av[k][1] = daz_bf16(tl_tile[a][m][k] >> 16);
+        memcpy(acc, tl_tile[c][m], sizeof acc);
+        for (int k = 0; k < 16; k++) {
+            for (int n = 0; n < 16; n++) acc[n] = ftz(acc[n] + av[k][0] * bv[k][0][n]);
+            for (int n = 0; n < 16; n++) acc[n] = ftz(acc[n] + av[k][1] * bv[k][1][n]);
+        }
+        memcpy(tl_tile[c][m], acc, sizeof acc);
+    }
 }
 
 #define TILE_CONFIG(cfg) emu_config(cfg)
