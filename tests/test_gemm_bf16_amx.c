@@ -31,6 +31,7 @@
 #include "kernels/cpu/gemm_bf16_amx.h"
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "testutil.h"
+#include "lib/bf16_order_bound.h"
 
 static uint64_t g_seed = 88172645463325252ull;
 static float urand(void) { /* [-1, 1) */
@@ -85,7 +86,7 @@ static void test_dp_semantics(const gpt2c_amx_tiles *t, int hw) {
     CHECK(one_dp(t, 3.0f, a4, b4) == 4.5f);
 }
 
-/* ---- the GEMM against the oracle ---- */
+/* ---- the GEMM against the oracle (the bound: lib/bf16_order_bound.h) ---- */
 typedef struct {
     int M, N, K;
     const float *A;
@@ -96,18 +97,7 @@ typedef struct {
 
 /* max over C of |got - ref| / bound (> 1: outside it) */
 static double err_vs_ref(const prob *p, const float *got, const float *ref, const float *c0, const float *bias) {
-    double worst = 0;
-    for (int i = 0; i < p->M; i++)
-        for (int j = 0; j < p->N; j++) {
-            double s = c0 ? fabs(c0[i * p->N + j]) : bias ? fabs(bias[j]) : 0;
-            for (int k = 0; k < p->K; k++)
-                s += fabs((double)gpt2c_bf16_round(p->A[i * p->ars + k * p->acs]) *
-                          gpt2c_bf16_round(p->B[k * p->brs + j * p->bcs]));
-            const double bound = 2.0 * (p->K + 2) * 0x1p-24 * s + 1e-30, e = fabs((double)got[i * p->N + j] - ref[i * p->N + j]);
-            const double r = e == e ? e / bound : 1e30;
-            if (r > worst) worst = r;
-        }
-    return worst;
+    return tu_bf16_order_err(p->M, p->N, p->K, p->A, p->ars, p->acs, p->B, p->brs, p->bcs, bias, c0, got, ref, p->N);
 }
 
 static uint16_t *bf16_copy(const float *x, size_t n) {

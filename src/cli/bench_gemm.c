@@ -169,12 +169,12 @@ int bench_gemm(int argc, char **argv) {
                g_bf16 ? (gpt2c_cpu_bf16_amx_hw() ? "AMX TDPBF16PS"
                          : strcmp(gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name, "avx512bf16") == 0 ? "vdpbf16ps" : "FMA (bf16 emulated)") : "FMA",
                peak, gpt2c_cpu_brand(), gpt2c_cpu_signature(), g_cpu_clock ? "CPU" : "wall");
-        if (g_bf16)
+        if (g_bf16) {
             printf("  bf16 kernel %s (%s), blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->name,
                    gpt2c_cpu_isa() == GPT2C_ISA_AVX512 ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs on this ISA path", bl.kc,
                    bl.mc, bl.nc, gpt2c_cpu_gemm_tune_note(1));
-        if (g_bf16) printf("  bf16 GEMM (M >= %d): %s\n", GPT2C_AMX_MIN_ROWS, gpt2c_cpu_bf16_amx_note());
-        else
+            printf("  bf16 GEMM (M >= %d): %s\n", GPT2C_AMX_MIN_ROWS, gpt2c_cpu_bf16_amx_note());
+        } else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
 #ifdef GPT2C_HAVE_BLAS

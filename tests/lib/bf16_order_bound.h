@@ -13,7 +13,7 @@
 #include "kernels/cpu/bf16_engine.h"
 
 /* 1 if gpt2c_cpu_gemm_bf16 would run an M-row GEMM on AMX tiles */
-static inline int tu_bf16_gemm_on_amx(int M) { return M >= GPT2C_AMX_MIN_ROWS && gpt2c_cpu_bf16_amx() != NULL; }
+static inline int tu_bf16_gemm_on_amx(int M) { return gpt2c_cpu_gemm_bf16_amx_tiles(gpt2c_cpu_isa(), M) != NULL; }
 
 /* max over C (M x N, row stride ldc) of |got - want| / (2 (K+2) 2^-24 S),
  * S = sum_k |bf(A(i,k)) bf(B(k,j))| + |c0(i,j) or bias(j)| (c0, bias may be

@@ -1,7 +1,6 @@
 /* The bf16 matmuls' arithmetic, vdpbf16ps or fp32 FMAs (bf16_engine.h). */
 #include "kernels/cpu/bf16_engine.h"
 
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +165,11 @@ const gpt2c_amx_tiles *gpt2c_cpu_bf16_amx(void) {
         }
     }
     return g_amx;
+}
+
+const gpt2c_amx_tiles *gpt2c_cpu_gemm_bf16_amx_tiles(gpt2c_isa isa, int M) {
+    const gpt2c_amx_tiles *t = M >= GPT2C_AMX_MIN_ROWS ? gpt2c_cpu_bf16_amx() : NULL;
+    return t && (isa == GPT2C_ISA_AVX512 || t == &gpt2c_amx_tiles_emulated) ? t : NULL;
 }
 
 int gpt2c_cpu_bf16_amx_hw(void) {

@@ -54,4 +54,10 @@ const char *gpt2c_cpu_bf16_amx_note(void);
  * 16-row tile empty). */
 #define GPT2C_AMX_MIN_ROWS 16
 
+/* The tiles an M-row bf16 GEMM on `isa` runs on (gpt2c_cpu_gemm_bf16_auto):
+ * those chosen above, for M >= GPT2C_AMX_MIN_ROWS, on the AVX-512 path (the
+ * C model on any); else NULL.  The one test of the GEMM and of the callers
+ * that prepare its input in the form it reads. */
+const gpt2c_amx_tiles *gpt2c_cpu_gemm_bf16_amx_tiles(gpt2c_isa isa, int M);
+
 #endif

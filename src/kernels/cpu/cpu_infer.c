@@ -159,8 +159,10 @@ void gpt2c_kernels_cpu_infer_fill(gpt2c_kernels *k) {
     k->matmul_infer_range = cpu_matmul_infer_range;
     /* the fp32-panel bf16 GEMM (the FMA engine) reads its input in place as
      * swapped fp32 rows; vdpbf16ps and the AMX tiles pack bf16 rows */
-    in_bf16_form = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 && !gpt2c_cpu_bf16_amx() ? GPT2C_BF16_IN_F32_SWAPPED
-                                                                                                : GPT2C_BF16_IN_ROWS;
+    in_bf16_form = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_isa())->fp32 &&
+                           !gpt2c_cpu_gemm_bf16_amx_tiles(gpt2c_cpu_isa(), GPT2C_AMX_MIN_ROWS)
+                       ? GPT2C_BF16_IN_F32_SWAPPED
+                       : GPT2C_BF16_IN_ROWS;
     k->infer_bf16_input = in_bf16_form;
     k->infer_prepare = cpu_infer_prepare;
     k->formats.matmul_infer_range |=

@@ -554,8 +554,8 @@ void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N,
 
 void gpt2c_cpu_gemm_bf16_auto(gpt2c_isa isa, const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A,
                               gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
-    const gpt2c_amx_tiles *t = M >= GPT2C_AMX_MIN_ROWS ? gpt2c_cpu_bf16_amx() : NULL;
-    if (t && (isa == GPT2C_ISA_AVX512 || !gpt2c_cpu_bf16_amx_hw()))
+    const gpt2c_amx_tiles *t = gpt2c_cpu_gemm_bf16_amx_tiles(isa, M);
+    if (t)
         gpt2c_cpu_gemm_bf16_amx(t, kk, M, N, K, A, B, C, ldc, bias, accumulate);
     else
         gpt2c_cpu_gemm_bf16_with(kk, M, N, K, A, B, C, ldc, bias, accumulate);

@@ -108,8 +108,8 @@ void gpt2c_cpu_gemm_bf16_first_use(gpt2c_isa isa);
 void gpt2c_cpu_gemm_bf16(gpt2c_isa isa, int M, int N, int K, gemm_operand A, gemm_operand B, float *C, long ldc,
                    const float *bias, int accumulate);
 /* The same with kk's packing, on the AMX tiles where the engine chose them
- * (bf16_engine.h: gpt2c_cpu_bf16_amx, M >= GPT2C_AMX_MIN_ROWS), else on kk
- * (prefill's matmuls; no first-use tuning: callable in parallel regions). */
+ * (bf16_engine.h: gpt2c_cpu_gemm_bf16_amx_tiles), else on kk (prefill's
+ * matmuls; no first-use tuning: callable in parallel regions). */
 void gpt2c_cpu_gemm_bf16_auto(gpt2c_isa isa, const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A,
                               gemm_operand B, float *C, long ldc, const float *bias, int accumulate);
 /* Tests: the size (bytes) above which an operand is no longer packed once for

@@ -113,7 +113,7 @@ void gpt2c_cpu_matmul_bf16_range(float *out, const void *inp, int in_form, const
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isa);
     const gemm_operand b = {w + (size_t)o0 * IC, GPT2C_FMT_BF16, 1, IC};
     if (in_form == GPT2C_BF16_IN_F32_SWAPPED && N >= GPT2C_BF16_GEMM_ROWS && kk->fp32 &&
-        !(N >= GPT2C_AMX_MIN_ROWS && gpt2c_cpu_bf16_amx())) { /* (AMX: as bf16 rows, below, for the same sums) */
+        !gpt2c_cpu_gemm_bf16_amx_tiles(isa, N)) { /* (AMX: as bf16 rows, below, for the same sums) */
         /* prefill on fp32 panels: the input read in place, as prepared once for the matmul */
         gpt2c_cpu_gemm_bf16_swapped_a(kk, N, o1 - o0, IC, inp, IC + (IC & 1), b, out + o0, OC, bias ? bias + o0 : NULL, 0);
         if (act == GPT2C_ACT_GELU) gelu_cols(out, N, OC, o0, o1);
