@@ -20,6 +20,18 @@
 static int g_use = -1;
 static char g_note[200];
 
+/* GPT2C_BF16_ENGINE, read by both decisions (the pair engine's, AMX's) */
+typedef enum { ENV_AUTO, ENV_VDP, ENV_FMA, ENV_AMX, ENV_AMX_EMU, ENV_BAD } engine_env;
+static engine_env read_env(void) {
+    const char *e = getenv("GPT2C_BF16_ENGINE");
+    if (!e || !e[0] || strcmp(e, "auto") == 0) return ENV_AUTO;
+    if (strcmp(e, "vdpbf16ps") == 0) return ENV_VDP;
+    if (strcmp(e, "fma") == 0) return ENV_FMA;
+    if (strcmp(e, "amx") == 0) return ENV_AMX;
+    if (strcmp(e, "amx-emulated") == 0) return ENV_AMX_EMU;
+    return ENV_BAD;
+}
+
 int gpt2c_cpu_bf16_prefer_dp(double dp_gflops, double fma_gflops) { return dp_gflops > 0 && dp_gflops >= fma_gflops; }
 
 const char *gpt2c_cpu_bf16_engine_note(void) { return g_note; }
@@ -40,12 +52,12 @@ static int decide(void) {
         snprintf(g_note, sizeof g_note, "fp32 FMAs (no AVX512_BF16 on this CPU)");
         return 0;
     }
-    const char *e = getenv("GPT2C_BF16_ENGINE");
-    if (e && (strcmp(e, "vdpbf16ps") == 0 || strcmp(e, "fma") == 0)) {
-        snprintf(g_note, sizeof g_note, "%s (GPT2C_BF16_ENGINE)", e[0] == 'v' ? "vdpbf16ps" : "fp32 FMAs");
-        return e[0] == 'v';
+    const engine_env e = read_env();
+    if (e == ENV_VDP || e == ENV_FMA) {
+        snprintf(g_note, sizeof g_note, "%s (GPT2C_BF16_ENGINE)", e == ENV_VDP ? "vdpbf16ps" : "fp32 FMAs");
+        return e == ENV_VDP;
     }
-    const int bad_env = e && e[0] && strcmp(e, "auto") != 0 && strcmp(e, "amx") != 0 && strcmp(e, "amx-emulated") != 0;
+    const int bad_env = e == ENV_BAD;
     static const char *const names[2] = {"vdpbf16ps_gflops", "fma_gflops"};
     char k[256];
     snprintf(k, sizeof k, "%s|build=%s", gpt2c_cpu_signature(), GPT2C_BUILD_TYPE);
@@ -106,20 +118,20 @@ static double gemm_rate(const gpt2c_amx_tiles *t, const gemm_bf16_isa_kernel *kk
 }
 
 static const gpt2c_amx_tiles *decide_amx(void) {
-    const char *e = getenv("GPT2C_BF16_ENGINE");
+    const engine_env e = read_env();
     const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(gpt2c_cpu_best_isa());
-    if (e && strcmp(e, "amx-emulated") == 0) {
+    if (e == ENV_AMX_EMU) {
         snprintf(g_amx_note, sizeof g_amx_note, "AMX tiles emulated in C (GPT2C_BF16_ENGINE=amx-emulated: slow, for tests)");
         return &gpt2c_amx_tiles_emulated;
     }
     const char *why = "";
     if (gpt2c_cpu_best_isa() != GPT2C_ISA_AVX512 || !gpt2c_cpu_amx_usable(&why)) {
         snprintf(g_amx_note, sizeof g_amx_note, "no AMX: %s%s", gpt2c_cpu_best_isa() != GPT2C_ISA_AVX512 ? "no AVX-512" : why,
-                 e && strcmp(e, "amx") == 0 ? " (GPT2C_BF16_ENGINE=amx ignored)" : "");
+                 e == ENV_AMX ? " (GPT2C_BF16_ENGINE=amx ignored)" : "");
         return NULL;
     }
-    if (e && (strcmp(e, "vdpbf16ps") == 0 || strcmp(e, "fma") == 0)) {
-        snprintf(g_amx_note, sizeof g_amx_note, "AMX not used (GPT2C_BF16_ENGINE=%s)", e);
+    if (e == ENV_VDP || e == ENV_FMA) {
+        snprintf(g_amx_note, sizeof g_amx_note, "AMX not used (GPT2C_BF16_ENGINE=%s)", e == ENV_VDP ? "vdpbf16ps" : "fma");
         return NULL;
     }
 #ifdef GPT2C_HAVE_AMX_KERNEL
@@ -130,7 +142,7 @@ static const gpt2c_amx_tiles *decide_amx(void) {
                  "AMX not used: its GEMM failed the self-check against the pair loop (worst error %.3g of the bound)", worst);
         return NULL;
     }
-    if (e && strcmp(e, "amx") == 0) {
+    if (e == ENV_AMX) {
         snprintf(g_amx_note, sizeof g_amx_note, "AMX tiles (GPT2C_BF16_ENGINE=amx; self-check passed)");
         return t;
     }

@@ -19,6 +19,7 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/bf16_engine.h"
+#include "kernels/cpu/bf16_pair_words.h"
 
 #define MR_MAX 6
 #define NR_MAX 64
@@ -89,9 +90,6 @@ const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 }
 
 /* ---- packing ---- */
-static inline __attribute__((always_inline)) uint32_t elem16(const void *p, size_t i, const int bf) {
-    return bf ? ((const uint16_t *)p)[i] : gpt2c_bf16_from_f32(((const float *)p)[i]);
-}
 
 /* dst[q*ds + i] (q < ceil(kc/2), i < n_pad) = the pair word of elements
  * (i0+i, k0+2q) and (i0+i, k0+2q+1), element (i,k) at p[i*si + k*sk]; zero
@@ -163,21 +161,6 @@ static inline __attribute__((always_inline)) void pack_pairs_t(const gemm_bf16_i
 }
 
 enum { COLS_TMP = 4096 + 16 }; /* words: a row pair of a unit's rows (mc <= 4096) */
-
-/* d[i] (i < m) = the pair word of elements b0+i (low half) and b1+i (high
- * half) of p, or of b0+i alone when !pair (an odd K's last k) */
-static inline __attribute__((always_inline)) void pair_words(const gemm_bf16_isa_kernel *kk, uint32_t *restrict d,
-                                                             const void *p, size_t b0, size_t b1, int m, int pair,
-                                                             const int bf) {
-    if (pair && !bf && kk->f32_2rows)
-        kk->f32_2rows(d, (const float *)p + b0, (const float *)p + b1, m);
-    else if (pair && bf && kk->bf16_2rows)
-        kk->bf16_2rows(d, (const uint16_t *)p + b0, (const uint16_t *)p + b1, m);
-    else if (pair)
-        for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + i, bf) | elem16(p, b1 + i, bf) << 16;
-    else
-        for (int i = 0; i < m; i++) d[i] = elem16(p, b0 + i, bf);
-}
 
 /* A whole block whose columns i are contiguous (element (i,k) at
  * p[i + k*sk]: W in dinp, X and dout^T in dweight) into ceil(n/P) panels of

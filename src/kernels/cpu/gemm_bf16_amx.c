@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_pair_words.h"
 
 static int g_kc = 512;
 static size_t g_pack_max = (size_t)32 << 20;
@@ -33,9 +34,7 @@ void gpt2c_cpu_gemm_bf16_amx_set_pack_max(size_t bytes) { g_pack_max = bytes ? b
 static size_t round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 static int imin(int a, int b) { return a < b ? a : b; }
 
-static inline uint32_t elem16(const gemm_operand *o, size_t i) {
-    return o->fmt == GPT2C_FMT_BF16 ? ((const uint16_t *)o->p)[i] : gpt2c_bf16_from_f32(((const float *)o->p)[i]);
-}
+static inline uint32_t op_elem16(const gemm_operand *o, size_t i) { return elem16(o->p, i, o->fmt == GPT2C_FMT_BF16); }
 
 /* d[q] (q < nq) = the pair word of elements (i, k0+2q), (i, k0+2q+1) of an
  * operand whose pairs are contiguous (element (i,k) at p[i*si + k]); zero
@@ -49,9 +48,9 @@ static void row_words(const gemm_bf16_isa_kernel *kk, uint32_t *d, const gemm_op
     else if (kk && kk->f32_pairs)
         kk->f32_pairs(d, (const float *)o->p + base, full);
     else
-        for (int q = 0; q < full; q++) d[q] = elem16(o, base + 2 * q) | elem16(o, base + 2 * q + 1) << 16;
+        for (int q = 0; q < full; q++) d[q] = op_elem16(o, base + 2 * q) | op_elem16(o, base + 2 * q + 1) << 16;
     int q = full;
-    if (q < nq && left > 2 * q) d[q++] = elem16(o, base + 2 * full);
+    if (q < nq && left > 2 * q) d[q++] = op_elem16(o, base + 2 * full);
     for (; q < nq; q++) d[q] = 0;
 }
 
@@ -60,16 +59,13 @@ static void row_words(const gemm_bf16_isa_kernel *kk, uint32_t *d, const gemm_op
 static void col_words(const gemm_bf16_isa_kernel *kk, uint32_t *d, const gemm_operand *o, long si, long sk, long i0,
                       int n, int k, int K) {
     const size_t b0 = (size_t)i0 * si + (size_t)k * sk, b1 = b0 + sk;
-    if (k >= K) {
+    if (k >= K)
         memset(d, 0, sizeof(uint32_t) * n);
-    } else if (k + 1 < K && si == 1 && o->fmt == GPT2C_FMT_F32 && kk && kk->f32_2rows) {
-        kk->f32_2rows(d, (const float *)o->p + b0, (const float *)o->p + b1, n);
-    } else if (k + 1 < K && si == 1 && o->fmt == GPT2C_FMT_BF16 && kk && kk->bf16_2rows) {
-        kk->bf16_2rows(d, (const uint16_t *)o->p + b0, (const uint16_t *)o->p + b1, n);
-    } else {
+    else if (si == 1)
+        pair_words(kk, d, o->p, b0, b1, n, k + 1 < K, o->fmt == GPT2C_FMT_BF16);
+    else
         for (int r = 0; r < n; r++)
-            d[r] = elem16(o, b0 + (size_t)r * si) | (k + 1 < K ? elem16(o, b1 + (size_t)r * si) << 16 : 0);
-    }
+            d[r] = op_elem16(o, b0 + (size_t)r * si) | (k + 1 < K ? op_elem16(o, b1 + (size_t)r * si) << 16 : 0);
 }
 
 /* dst[w*16 + r] = src[r*ld + w] (r, w < 16): a 16 x 16 word transpose */
