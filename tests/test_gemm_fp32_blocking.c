@@ -6,13 +6,15 @@
  * blockings and 1 and 2 threads, give the same bits as under the L2 guess on
  * 1 thread; and those agree with a double-precision product within the
  * bound of an fp32 sum (so a consistently wrong GEMM fails too).  Also: the
- * setter rounds and clamps to valid values. */
+ * setter rounds and clamps to valid values, and the autotune's in-L2 probe
+ * measures a rate on every ISA. */
 #include <math.h>
 #include <omp.h>
 
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_tune.h"
 #include "testutil.h"
 
 static float *rnd(size_t n, uint64_t seed) {
@@ -84,6 +86,11 @@ int main(void) {
         if (!gpt2c_cpu_has_isa((gpt2c_isa)i)) continue;
         printf("  isa %s\n", gpt2c_isa_name((gpt2c_isa)i));
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) check_shape((gpt2c_isa)i, shapes[s][0], shapes[s][1], shapes[s][2]);
+        /* the autotune's in-L2 probe (gemm_tune.h) runs this ISA's kernel on 1 and 2 threads */
+        for (int t = 1; t <= 2; t++) {
+            const double g = gpt2c_cpu_gemm_probe_gflops((gpt2c_isa)i, t, 0.005);
+            CHECK_MSG(g > 0 && g < 1e5, "%s: in-L2 probe on %d threads read %g GFLOP/s", gpt2c_isa_name((gpt2c_isa)i), t, g);
+        }
     }
     return tu_finish("test_gemm_fp32_blocking");
 }

@@ -8,7 +8,7 @@
  * CPU signature (gpt2c_cpu_signature), the kernel, the thread count and the
  * build type (and a section "bf16_engine" for bf16_engine.c's choice).  A
  * tune timed on a loaded machine is not kept (gemm_tune.h: peak bursts before, during and after it must agree with each other and with
- * the cached peak, and the winner's re-timings with each other; one retry):
+ * the cached peak, in-L2 GEMM probes beside them with each other, and the winner's re-timings with each other; one retry):
  * the cache-size guess stays, recorded as provisional so that processes
  * within the next hour do not each pay for a tune, and the reason is given
  * (gpt2c_cpu_gemm_tune_note, `bench gemm`).  The blocking never changes
@@ -72,10 +72,10 @@ static void cache_file(char *path, size_t n, char *dir, size_t dn) {
 #endif
 /* signature | kernel (bf16) or ISA (fp32) | threads | build (CMake sets
  * GPT2C_BUILD_TYPE: an ASan build's timings must not choose a Release
- * build's blocking) | tune=4 (the GPT-2 shape set and the steadiness test;
+ * build's blocking) | tune=5 (the GPT-2 shape set and the steadiness test;
  * entries of older tunes are not reused) */
 static void key(char *buf, size_t n, int bf16, gpt2c_isa isa) {
-    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=4", gpt2c_cpu_signature(),
+    snprintf(buf, n, "%s|%s|threads=%d|build=%s|tune=5", gpt2c_cpu_signature(),
              bf16 ? gpt2c_cpu_gemm_bf16_kernel(isa)->name : gpt2c_isa_name(isa), omp_get_max_threads(), GPT2C_BUILD_TYPE);
 }
 
@@ -283,8 +283,8 @@ typedef struct {
     int n;
     int slow; /* one timing took over 0.25 s (a sanitizer build, a tiny CPU): no second phase, one re-time round */
     uint64_t t_start;
-    double bursts[TUNE_BURSTS];
-    int nb;
+    double bursts[TUNE_BURSTS], probes[TUNE_BURSTS];
+    int nb, np;
 } tune_state;
 
 /* Times candidate b (after rounding) unless it was timed already; returns its index. */
@@ -307,10 +307,14 @@ static int tune_time_left(const tune_state *s, double budget_s) {
     return (double)(gpt2c_now_ns() - s->t_start) < budget_s * 1e9;
 }
 
-/* Two short peak bursts (FMA, or vdpbf16ps for the bf16 kernel that uses it) */
+/* Two short peak bursts (FMA, or vdpbf16ps for the bf16 kernel that uses
+ * it), each followed by an in-L2 GEMM probe (gemm_probe.c: what slows code
+ * that uses the caches, which the bursts do not see) */
 static void tune_bursts(tune_state *s) {
-    for (int i = 0; i < 2 && s->nb < TUNE_BURSTS; i++)
+    for (int i = 0; i < 2 && s->nb < TUNE_BURSTS; i++) {
         s->bursts[s->nb++] = gpt2c_peak_burst_gflops(s->isa, s->dp, omp_get_max_threads(), 0.03);
+        s->probes[s->np++] = gpt2c_cpu_gemm_probe_gflops(s->isa, omp_get_max_threads(), 0.02);
+    }
 }
 
 /* bf16 sweep: K block x rows, at the guess's nc: kc x {1, 2/3, 4/3, 1/2, 2,
@@ -358,15 +362,15 @@ static void sweep_fp32(tune_state *s) {
  * flip from one tune to the next).  Returns 1 if steady (gemm_tune.h). */
 static int tune_attempt(tune_state *s, void (*sweep)(tune_state *), double cached_peak, gemm_bf16_blocking *best,
                         double *gflops, char *why, size_t why_n) {
-    s->n = s->nb = 0;
+    s->n = s->nb = s->np = 0;
     s->t_start = gpt2c_now_ns();
     const double one = 1;
     tune_bursts(s); /* a machine already loaded: no sweep (seconds saved, nothing learnt) */
-    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, &one, 1, why, why_n)) return 0;
+    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, s->probes, s->np, &one, 1, why, why_n)) return 0;
     tune_try(s, s->guess); /* index 0 */
     sweep(s);
     tune_bursts(s);
-    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, &one, 1, why, why_n)) return 0;
+    if (!gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, s->probes, s->np, &one, 1, why, why_n)) return 0;
     int w[3] = {0, -1, -1}; /* the guess, the fastest other, the next */
     for (int i = 1; i < s->n; i++)
         if (w[1] < 0 || s->t[i] < s->t[w[1]]) w[1] = i;
@@ -397,7 +401,7 @@ static int tune_attempt(tune_state *s, void (*sweep)(tune_state *), double cache
     tune_bursts(s);
     *gflops = 1.0 / med[win];
     *best = s->set(s->c[w[win]]);
-    return gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, win_t, nv, why, why_n);
+    return gpt2c_gemm_tune_steady(s->bursts, s->nb, cached_peak, s->probes, s->np, win_t, nv, why, why_n);
 }
 
 /* The autotune of one precision: from the cache unless `force`; else up to

@@ -11,11 +11,21 @@ static int cmp_dbl(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, const double *win_t, int nw, char *why,
-                           size_t why_n) {
+/* lowest and highest of v[0..n), 0 if some figure is not > 0 */
+static int range(const double *v, int n, double *lo, double *hi) {
+    *lo = 1e300, *hi = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(v[i] > 0)) return 0;
+        *lo = v[i] < *lo ? v[i] : *lo, *hi = v[i] > *hi ? v[i] : *hi;
+    }
+    return 1;
+}
+
+int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, const double *probes, int np,
+                           const double *win_t, int nw, char *why, size_t why_n) {
     if (why_n) why[0] = 0;
-    if (n < 2 || n > 64 || nw < 1 || nw > 64) {
-        snprintf(why, why_n, "too few timings (%d peak bursts, %d of the winner)", n, nw);
+    if (n < 2 || n > 64 || np < 2 || np > 64 || nw < 1 || nw > 64) {
+        snprintf(why, why_n, "too few timings (%d peak bursts, %d in-L2 GEMM probes, %d of the winner)", n, np, nw);
         return 0;
     }
     double b[64], lo = 1e300, hi = 0;
@@ -39,6 +49,18 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
                  100 * med / cached_peak, cached_peak, 100 * GPT2C_GEMM_TUNE_PEAK_FRAC);
         return 0;
     }
+    double plo, phi;
+    if (!range(probes, np, &plo, &phi)) {
+        snprintf(why, why_n, "an in-L2 GEMM probe measured nothing");
+        return 0;
+    }
+    if (phi > GPT2C_GEMM_TUNE_PROBE_SPREAD * plo) {
+        snprintf(why, why_n,
+                 "in-L2 GEMM probes moved %.1f..%.1f GFLOP/s during the tune (> %.0f%% apart; the peak bursts, %.1f..%.1f, "
+                 "did not see it)",
+                 plo, phi, 100 * (GPT2C_GEMM_TUNE_PROBE_SPREAD - 1), lo, hi);
+        return 0;
+    }
     double tlo = 1e300, thi = 0;
     for (int i = 0; i < nw; i++) {
         if (!(win_t[i] > 0)) {
@@ -52,7 +74,7 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
                  100 * (GPT2C_GEMM_TUNE_TIME_SPREAD - 1));
         return 0;
     }
-    snprintf(why, why_n, "peak bursts %.1f..%.1f GFLOP/s%s, winner's timings within %.0f%%", lo, hi,
-             cached_peak > 0 ? " (vs cached peak ok)" : " (no cached peak)", 100 * (thi / tlo - 1));
+    snprintf(why, why_n, "peak bursts %.1f..%.1f GFLOP/s%s, in-L2 GEMM probes %.1f..%.1f, winner's timings within %.0f%%",
+             lo, hi, cached_peak > 0 ? " (vs cached peak ok)" : " (no cached peak)", plo, phi, 100 * (thi / tlo - 1));
     return 1;
 }
