@@ -16,7 +16,6 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/run_arg.h"
-#include "cli/run_arg.h"
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
@@ -68,22 +67,33 @@ static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, cons
  * the phase before the next GEMM's warm-up. */
 enum { LP_BURSTS = 2 };
 static int g_local_nt; /* threads of the local peak bursts; 0: none */
-static double g_lp_prev[LP_BURSTS];
+static double g_lp_prev[LP_BURSTS], g_pr_prev[LP_BURSTS];
 static int g_lp_have_prev;
-static void local_peak_phase(double *v) {
+/* fp32: each burst is followed by the in-L2 GEMM probe (gemm_tune.h: the
+ * micro-kernel with nothing to miss), so a GEMM's rate over the probe's is
+ * what the memory hierarchy leaves of the kernel (bench/gemm_hierarchy.sh
+ * splits it per shape); pr[i] = 0 for bf16 */
+static void local_peak_phase(double *v, double *pr) {
     /* bf16: the loop of the engine its GEMM runs on (AMX tiles, vdpbf16ps or FMAs, bf16_engine.h) */
     const int dp = !g_bf16 ? 0 : gpt2c_cpu_bf16_amx_hw() ? GPT2C_PEAK_BURST_AMX : gpt2c_cpu_bf16_use_dp();
-    for (int i = 0; i < LP_BURSTS; i++) v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), dp, g_local_nt, 0.015);
+    for (int i = 0; i < LP_BURSTS; i++) {
+        v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), dp, g_local_nt, 0.015);
+        pr[i] = g_bf16 ? 0 : gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015);
+    }
+}
+static double median4(double *v) {
+    qsort(v, 2 * LP_BURSTS, sizeof(double), cmp_double);
+    return 0.5 * (v[LP_BURSTS - 1] + v[LP_BURSTS]);
 }
 
 /* median and best ms of `reps` runs, after warming up (caches, page faults,
  * thread wake-up, and distance from the last burst) for at least 3 runs and
- * 100 ms; and the local peak (median of the burst phases before the warm-up
- * and after the timed runs; 0 without bursts) */
+ * 100 ms; and the local peak and probe (medians of the burst phases before
+ * the warm-up and after the timed runs; 0 without bursts) */
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
-                      int reps, double *med, double *best, double *lpk) {
-    double t[64], lp[2 * LP_BURSTS];
-    if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev), g_lp_have_prev = 1;
+                      int reps, double *med, double *best, double *lpk, double *lpr) {
+    double t[64], lp[2 * LP_BURSTS], pr[2 * LP_BURSTS];
+    if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev, g_pr_prev), g_lp_have_prev = 1;
     int warm = 0;
     for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);
     for (int r = 0; r < reps; r++) {
@@ -91,13 +101,15 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
         run_gemm(blas, op, C, A, B, N, IC, OC);
         t[r] = now_ms() - t0;
     }
-    *lpk = 0;
+    *lpk = *lpr = 0;
     if (g_local_nt) {
         memcpy(lp, g_lp_prev, sizeof g_lp_prev);
-        local_peak_phase(g_lp_prev);
+        memcpy(pr, g_pr_prev, sizeof g_pr_prev);
+        local_peak_phase(g_lp_prev, g_pr_prev);
         memcpy(lp + LP_BURSTS, g_lp_prev, sizeof g_lp_prev);
-        qsort(lp, 2 * LP_BURSTS, sizeof(double), cmp_double);
-        *lpk = 0.5 * (lp[LP_BURSTS - 1] + lp[LP_BURSTS]);
+        memcpy(pr + LP_BURSTS, g_pr_prev, sizeof g_pr_prev);
+        *lpk = median4(lp);
+        *lpr = median4(pr);
     }
     qsort(t, reps, sizeof(double), cmp_double);
     *med = t[reps / 2];
@@ -181,8 +193,8 @@ int bench_gemm(int argc, char **argv) {
         if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: %s\n", gpt2c_blas_sbgemm_status());
 #endif
-        printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s %6s | %9s %8s %6s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms",
-               "GFLOP/s", "best", "%peak", "%local", "blas_ms", "GFLOP/s", "%peak", "%local", "cpu/blas");
+        printf("  %5s %5s %6s %-8s | %9s %8s %8s %6s %6s %6s | %9s %8s %6s %6s | %7s\n", "N", "IC", "OC", "op", "cpu_ms",
+               "GFLOP/s", "best", "%peak", "%local", "%probe", "blas_ms", "GFLOP/s", "%peak", "%local", "cpu/blas");
     } else {
         printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : gpt2c_cpu_gemm_fp32_kc(), g_bf16 ? bl.mc : fmc,
@@ -202,7 +214,7 @@ int bench_gemm(int argc, char **argv) {
     }
     /* every cpu timing first, then every blas timing: OpenBLAS's threads spin
      * for a while after each call and would steal a core from the next cpu run */
-    static double med[2][64][5][3], bestv[2][64][5][3], lpk[2][64][5][3];
+    static double med[2][64][5][3], bestv[2][64][5][3], lpk[2][64][5][3], lpr[2][64][5][3];
     for (int pass = 0; pass < 1 + have_blas; pass++)
         for (int ni = 0; ni < ns.n && ni < 64; ni++)
             for (int s = 0; s < 5; s++) {
@@ -228,7 +240,7 @@ int bench_gemm(int argc, char **argv) {
                     float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
                     const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
                     time_gemm(pass, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &med[pass][ni][s][op],
-                              &bestv[pass][ni][s][op], &lpk[pass][ni][s][op]);
+                              &bestv[pass][ni][s][op], &lpk[pass][ni][s][op], &lpr[pass][ni][s][op]);
                 }
                 gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
             }
@@ -242,12 +254,14 @@ int bench_gemm(int argc, char **argv) {
                 const double cg = gflop / (cm * 1e-3), bg = have_blas ? gflop / (bm * 1e-3) : 0;
                 /* a local peak below the GEMM's own rate was taken in a slow
                  * moment (a VM neighbour): void, not a % above 100 */
-                double cl = lpk[0][ni][s][op], bl_ = have_blas ? lpk[1][ni][s][op] : 0;
+                double cl = lpk[0][ni][s][op], bl_ = have_blas ? lpk[1][ni][s][op] : 0, cp = lpr[0][ni][s][op];
                 if (cl > 0 && cg > cl) cl = 0, voided++;
+                if (cp > 0 && cg > cp) cp = 0, voided++; /* the probe caught a slow moment */
                 if (bl_ > 0 && bg > bl_) bl_ = 0, voided++;
                 if (!json) {
-                    char b1[16] = "-", b2[16] = "-", b3[16] = "-", b4[16] = "-", b5[16] = "-", c5[16] = "-";
+                    char b1[16] = "-", b2[16] = "-", b3[16] = "-", b4[16] = "-", b5[16] = "-", c5[16] = "-", c6[16] = "-";
                     if (cl > 0) snprintf(c5, sizeof c5, "%.1f", 100 * cg / cl);
+                    if (cp > 0) snprintf(c6, sizeof c6, "%.1f", 100 * cg / cp);
                     if (bl_ > 0) snprintf(b5, sizeof b5, "%.1f", 100 * bg / bl_);
                     if (have_blas) {
                         snprintf(b1, sizeof b1, "%.2f", bm);
@@ -255,13 +269,14 @@ int bench_gemm(int argc, char **argv) {
                         snprintf(b3, sizeof b3, "%.1f", 100 * bg / peak);
                         snprintf(b4, sizeof b4, "%.2f", cg / bg);
                     }
-                    printf("  %5d %5d %6d %-8s | %9.2f %8.1f %8.1f %6.1f %6s | %9s %8s %6s %6s | %7s\n", N, IC, OC, opname[op],
-                           cm, cg, gflop / (cb * 1e-3), 100 * cg / peak, c5, b1, b2, b3, b5, b4);
+                    printf("  %5d %5d %6d %-8s | %9.2f %8.1f %8.1f %6.1f %6s %6s | %9s %8s %6s %6s | %7s\n", N, IC, OC,
+                           opname[op], cm, cg, gflop / (cb * 1e-3), 100 * cg / peak, c5, c6, b1, b2, b3, b5, b4);
                 } else {
                     printf("%s{\"N\":%d,\"IC\":%d,\"OC\":%d,\"op\":\"%s\",\"cpu_median_ms\":%.4f,\"cpu_gflops\":%.2f,"
                            "\"cpu_best_gflops\":%.2f,\"cpu_pct_peak\":%.1f",
                            first ? "" : ",", N, IC, OC, opname[op], cm, cg, gflop / (cb * 1e-3), 100 * cg / peak);
                     if (cl > 0) printf(",\"local_peak_gflops\":%.1f,\"cpu_pct_local_peak\":%.1f", cl, 100 * cg / cl);
+                    if (cp > 0) printf(",\"probe_gflops\":%.1f,\"cpu_pct_probe\":%.1f", cp, 100 * cg / cp);
                     if (have_blas) printf(",\"blas_median_ms\":%.4f,\"blas_gflops\":%.2f", bm, bg);
                     if (have_blas && bl_ > 0)
                         printf(",\"blas_local_peak_gflops\":%.1f,\"blas_pct_local_peak\":%.1f", bl_, 100 * bg / bl_);
@@ -275,10 +290,13 @@ int bench_gemm(int argc, char **argv) {
         printf("]}\n");
     } else {
         printf("  (GFLOP/s from the median; 'best' from the fastest run; %%peak: of the cached peak, same isa and threads;\n"
-               "   %%local: of the median of the peak bursts taken before that GEMM's warm-up and after its timed runs)\n");
+               "   %%local: of the median of the peak bursts taken before that GEMM's warm-up and after its timed runs;\n"
+               "   %%probe (fp32): of the in-L2 GEMM probe taken after each burst, the same micro-kernel with nothing to\n"
+               "   miss: what the memory hierarchy leaves of the kernel; bench/gemm_hierarchy.sh splits it per shape)\n");
         if (voided)
-            printf("  (%d local peak%s void (\"-\"): below the GEMM's own rate, so the bursts ran in a slow moment)\n", voided,
-                   voided > 1 ? "s" : "");
+            printf("  (%d local figure%s void (\"-\"): below the GEMM's own rate, so the bursts or probes ran in a slow "
+                   "moment)\n",
+                   voided, voided > 1 ? "s" : "");
     }
     return 0;
 }
