@@ -11,14 +11,15 @@ static int cmp_dbl(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* lowest and highest of v[0..n), 0 if some figure is not > 0 */
+/* lowest and highest of v[0..n); returns the index of the first figure not
+ * > 0 (unmeasured), or -1 if all are */
 static int range(const double *v, int n, double *lo, double *hi) {
     *lo = 1e300, *hi = 0;
     for (int i = 0; i < n; i++) {
-        if (!(v[i] > 0)) return 0;
+        if (!(v[i] > 0)) return i;
         *lo = v[i] < *lo ? v[i] : *lo, *hi = v[i] > *hi ? v[i] : *hi;
     }
-    return 1;
+    return -1;
 }
 
 int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, const double *probes, int np,
@@ -28,15 +29,13 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
         snprintf(why, why_n, "too few timings (%d peak bursts, %d in-L2 GEMM probes, %d of the winner)", n, np, nw);
         return 0;
     }
-    double b[64], lo = 1e300, hi = 0;
-    for (int i = 0; i < n; i++) {
-        if (!(bursts[i] > 0)) {
-            snprintf(why, why_n, "peak burst %d unmeasurable", i);
-            return 0;
-        }
-        b[i] = bursts[i];
-        lo = bursts[i] < lo ? bursts[i] : lo, hi = bursts[i] > hi ? bursts[i] : hi;
+    double b[64], lo, hi;
+    int bad = range(bursts, n, &lo, &hi);
+    if (bad >= 0) {
+        snprintf(why, why_n, "peak burst %d unmeasurable", bad);
+        return 0;
     }
+    memcpy(b, bursts, sizeof(double) * (size_t)n);
     if (hi > GPT2C_GEMM_TUNE_BURST_SPREAD * lo) {
         snprintf(why, why_n, "peak bursts moved %.1f..%.1f GFLOP/s during the tune (> %.0f%% apart)", lo, hi,
                  100 * (GPT2C_GEMM_TUNE_BURST_SPREAD - 1));
@@ -50,7 +49,7 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
         return 0;
     }
     double plo, phi;
-    if (!range(probes, np, &plo, &phi)) {
+    if (range(probes, np, &plo, &phi) >= 0) {
         snprintf(why, why_n, "an in-L2 GEMM probe measured nothing");
         return 0;
     }
@@ -61,13 +60,11 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
                  plo, phi, 100 * (GPT2C_GEMM_TUNE_PROBE_SPREAD - 1), lo, hi);
         return 0;
     }
-    double tlo = 1e300, thi = 0;
-    for (int i = 0; i < nw; i++) {
-        if (!(win_t[i] > 0)) {
-            snprintf(why, why_n, "timing %d of the winner unmeasurable", i);
-            return 0;
-        }
-        tlo = win_t[i] < tlo ? win_t[i] : tlo, thi = win_t[i] > thi ? win_t[i] : thi;
+    double tlo, thi;
+    bad = range(win_t, nw, &tlo, &thi);
+    if (bad >= 0) {
+        snprintf(why, why_n, "timing %d of the winner unmeasurable", bad);
+        return 0;
     }
     if (thi > GPT2C_GEMM_TUNE_TIME_SPREAD * tlo) {
         snprintf(why, why_n, "the winner's timings moved %.1f..%.1f ms (> %.0f%% apart)", tlo * 1e3, thi * 1e3,
