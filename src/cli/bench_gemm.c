@@ -69,16 +69,16 @@ enum { LP_BURSTS = 2 };
 static int g_local_nt; /* threads of the local peak bursts; 0: none */
 static double g_lp_prev[LP_BURSTS], g_pr_prev[LP_BURSTS];
 static int g_lp_have_prev;
-/* fp32: each burst is followed by the in-L2 GEMM probe (gemm_tune.h: the
- * micro-kernel with nothing to miss), so a GEMM's rate over the probe's is
- * what the memory hierarchy leaves of the kernel (bench/gemm_hierarchy.sh
- * splits it per shape); pr[i] = 0 for bf16 */
-static void local_peak_phase(double *v, double *pr) {
+/* With `probe` (the cpu pass of fp32), each burst is followed by the in-L2
+ * GEMM probe (gemm_tune.h: the micro-kernel with nothing to miss), so a
+ * GEMM's rate over the probe's is what the memory hierarchy leaves of the
+ * kernel (bench/gemm_hierarchy.sh splits it per shape); else pr[i] = 0 */
+static void local_peak_phase(double *v, double *pr, int probe) {
     /* bf16: the loop of the engine its GEMM runs on (AMX tiles, vdpbf16ps or FMAs, bf16_engine.h) */
     const int dp = !g_bf16 ? 0 : gpt2c_cpu_bf16_amx_hw() ? GPT2C_PEAK_BURST_AMX : gpt2c_cpu_bf16_use_dp();
     for (int i = 0; i < LP_BURSTS; i++) {
         v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), dp, g_local_nt, 0.015);
-        pr[i] = g_bf16 ? 0 : gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015);
+        pr[i] = probe ? gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015) : 0;
     }
 }
 static double median4(double *v) {
@@ -93,7 +93,8 @@ static double median4(double *v) {
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best, double *lpk, double *lpr) {
     double t[64], lp[2 * LP_BURSTS], pr[2 * LP_BURSTS];
-    if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev, g_pr_prev), g_lp_have_prev = 1;
+    const int probe = !g_bf16 && !blas; /* only the cpu rows report it */
+    if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev, g_pr_prev, probe), g_lp_have_prev = 1;
     int warm = 0;
     for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);
     for (int r = 0; r < reps; r++) {
@@ -105,7 +106,7 @@ static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, con
     if (g_local_nt) {
         memcpy(lp, g_lp_prev, sizeof g_lp_prev);
         memcpy(pr, g_pr_prev, sizeof g_pr_prev);
-        local_peak_phase(g_lp_prev, g_pr_prev);
+        local_peak_phase(g_lp_prev, g_pr_prev, probe);
         memcpy(lp + LP_BURSTS, g_lp_prev, sizeof g_lp_prev);
         memcpy(pr + LP_BURSTS, g_pr_prev, sizeof g_pr_prev);
         *lpk = median4(lp);
