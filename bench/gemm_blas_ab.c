@@ -15,23 +15,20 @@ int main(int argc, char **argv) {
     const int N = argc > 1 ? atoi(argv[1]) : 1024, R = argc > 2 ? atoi(argv[2]) : 20;
     if (N <= 0 || R <= 0 || R > 1000) return fprintf(stderr, "usage: gemm_blas_ab [N rows] [rounds <= 1000]\n"), 2;
     omp_set_num_threads(1);
-    static const int shapes[][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
-    static const char *names[] = {"fwd", "dinp", "dweight"};
     double *t[2] = {malloc(sizeof(double) * R), malloc(sizeof(double) * R)};
     printf("| IC | OC | op | ours GFLOP/s min / med | OpenBLAS min / med | ours / OpenBLAS time, med |\n|---|---|---|---|---|---|\n");
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        const int IC = shapes[s][0], OC = shapes[s][1];
-        float *X = filled((size_t)N * IC), *W = filled((size_t)OC * IC), *D = filled((size_t)N * OC);
-        float *O = filled((size_t)N * OC), *dX = filled((size_t)N * IC), *dW = filled((size_t)OC * IC);
-        if (!X || !W || !D || !O || !dX || !dW) return fprintf(stderr, "gemm_blas_ab: out of memory\n"), 1;
+    for (int s = 0; s < 4; s++) {
+        const int IC = gpt2_linear_shapes[s][0], OC = gpt2_linear_shapes[s][1];
+        bench_layer L;
+        if (!bench_layer_alloc(&L, N, IC, OC)) return fprintf(stderr, "gemm_blas_ab: out of memory\n"), 1;
+        float *X = L.X, *W = L.W, *D = L.D, *O = L.O, *dX = L.dX, *dW = L.dW;
         for (int op = 0; op < 3; op++) {
             for (int r = -1; r < R; r++) /* round -1: warm-up, not kept */
                 for (int w = 0; w < 2; w++) {
                     const int ours = (r + w) % 2 == 0;
                     const double t0 = now();
                     if (ours)
-                        gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), (gemm_linear_op)op, op == 0 ? O : op == 1 ? dX : dW,
-                                              op == 0 ? X : D, op == 2 ? X : W, N, IC, OC);
+                        bench_layer_gemm(&L, (gemm_linear_op)op);
                     else if (op == 0)
                         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1, X, IC, W, IC, 0, O, OC);
                     else if (op == 1)
@@ -43,10 +40,10 @@ int main(int argc, char **argv) {
             qsort(t[0], R, sizeof(double), cmp_d);
             qsort(t[1], R, sizeof(double), cmp_d);
             const double gf = 2.0 * N * IC * OC / 1e9;
-            printf("| %d | %d | %s | %.1f / %.1f | %.1f / %.1f | %.2f |\n", IC, OC, names[op], gf / t[0][0],
+            printf("| %d | %d | %s | %.1f / %.1f | %.1f / %.1f | %.2f |\n", IC, OC, gpt2_linear_ops[op], gf / t[0][0],
                    gf / t[0][R / 2], gf / t[1][0], gf / t[1][R / 2], t[0][R / 2] / t[1][R / 2]);
         }
-        free(X), free(W), free(D), free(O), free(dX), free(dW);
+        bench_layer_free(&L);
     }
     free(t[0]), free(t[1]);
     return 0;

@@ -48,23 +48,19 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    static const int shapes[][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
-    static const char *names[] = {"fwd", "dinp", "dweight"};
     double *kern = malloc(sizeof(double) * R), *hier = malloc(sizeof(double) * R), *peak = malloc(sizeof(double) * R);
     if (!ra || !rb || !rc || !kern || !hier || !peak) return fprintf(stderr, "gemm_hierarchy: out of memory\n"), 1;
     printf("| IC | OC | op | %% of peak, med | kernel: in-L2 reference / FMA burst, med (min-max) | hierarchy: shape / "
            "reference, med (min-max) |\n|---|---|---|---|---|---|\n");
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        const int IC = shapes[s][0], OC = shapes[s][1];
-        float *X = filled((size_t)N * IC), *W = filled((size_t)OC * IC), *D = filled((size_t)N * OC);
-        float *O = filled((size_t)N * OC), *dX = filled((size_t)N * IC), *dW = filled((size_t)OC * IC);
-        if (!X || !W || !D || !O || !dX || !dW) return fprintf(stderr, "gemm_hierarchy: out of memory\n"), 1;
+    for (int s = 0; s < 4; s++) {
+        const int IC = gpt2_linear_shapes[s][0], OC = gpt2_linear_shapes[s][1];
+        bench_layer L;
+        if (!bench_layer_alloc(&L, N, IC, OC)) return fprintf(stderr, "gemm_hierarchy: out of memory\n"), 1;
         for (int op = 0; op < 3; op++) {
             for (int r = -1; r < R; r++) { /* round -1: warm-up, not kept */
                 const double fma = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), 0, 1, 0.02), ref0 = reference();
                 const double t0 = now();
-                gpt2c_cpu_linear_gemm(gpt2c_cpu_isa(), (gemm_linear_op)op, op == 0 ? O : op == 1 ? dX : dW,
-                                      op == 0 ? X : D, op == 2 ? X : W, N, IC, OC);
+                bench_layer_gemm(&L, (gemm_linear_op)op);
                 const double g = 2.0 * N * IC * OC / (now() - t0) / 1e9, ref = (ref0 + reference()) / 2;
                 if (r < 0) continue;
                 kern[r] = ref / fma, hier[r] = g / ref, peak[r] = g / fma;
@@ -72,11 +68,11 @@ int main(int argc, char **argv) {
             qsort(kern, R, sizeof(double), cmp_d);
             qsort(hier, R, sizeof(double), cmp_d);
             qsort(peak, R, sizeof(double), cmp_d);
-            printf("| %d | %d | %s | %.1f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) |\n", IC, OC, names[op], 100 * peak[R / 2],
+            printf("| %d | %d | %s | %.1f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) |\n", IC, OC, gpt2_linear_ops[op], 100 * peak[R / 2],
                    100 * kern[R / 2], 100 * kern[0], 100 * kern[R - 1], 100 * hier[R / 2], 100 * hier[0], 100 * hier[R - 1]);
             fflush(stdout);
         }
-        free(X), free(W), free(D), free(O), free(dX), free(dW);
+        bench_layer_free(&L);
     }
     /* footprint series: M x N x K */
     static const int series[][3] = {{96, 256, 256},   {384, 256, 256},  {1024, 256, 256}, {96, 768, 256},
