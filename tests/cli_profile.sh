@@ -19,6 +19,30 @@ grep -q '<svg id="svg-roofline"' "$D/p/report.html" || fail "report.html: no inl
 grep -q '^matmul_qkv,' "$D/p/ops.csv" || fail "ops.csv: no matmul_qkv row"
 grep -q 'Top ops' "$D/out.txt" || fail "no top-ops table on the terminal"
 grep -q 'Findings' "$D/out.txt" || fail "no findings"
+# the in-L2 GEMM probe beside each trial (cpu backend, fp32): a header line, a "% probe" column for the
+# matmuls, summary.json / ops.csv fields; and its arithmetic: % probe = 100 x GFLOP/s / probe (one trial; JSON keeps 6 digits)
+grep -q '^in-L2 GEMM probe beside each trial: [0-9.]* GFLOP/s' "$D/out.txt" || fail "no probe line"
+grep -q '% probe' "$D/out.txt" || fail "no % probe column"
+grep -q 'of the in-L2 GEMM probe taken beside each trial' "$D/out.txt" || fail "no probe finding"
+grep -q '"probe_gflops_per_s":{"mean":[1-9]' "$D/p/summary.json" || fail "summary.json: no probe"
+grep -q '"pct_of_probe"' "$D/p/summary.json" || fail "summary.json: no pct_of_probe"
+head -1 "$D/p/ops.csv" | grep -q ',pct_of_probe$' || fail "ops.csv: no pct_of_probe column"
+grep -q '^matmul_fc,.*,[0-9.]*[1-9][0-9.]*$' "$D/p/ops.csv" || fail "ops.csv: matmul_fc has no % probe"
+grep -q '^adamw,.*,$' "$D/p/ops.csv" || fail "ops.csv: adamw has a % probe"
+if command -v jq > /dev/null; then
+    "$G" profile $TINY --trials 1 --warmup 1 --threads 1 --no-peak --no-counters --quiet --out "$D/p1" || fail "one-trial run"
+    jq -e '.ops.matmul_fc as $o | ($o.pct_of_probe.mean - 100 * $o.gflops_per_s.mean / .step.probe_gflops_per_s.mean)
+           | fabs < 1e-3 * $o.pct_of_probe.mean' "$D/p1/summary.json" > /dev/null || fail "pct_of_probe != 100 x GFLOP/s / probe"
+else
+    echo "jq not installed: skipping the % probe arithmetic"
+fi
+# none with --no-probe, nor beside bf16 matmuls (the probe is the fp32 micro-kernel)
+for opt in --no-probe "--precision bf16"; do
+    "$G" profile $TINY --trials 1 --warmup 0 --threads 1 --no-peak --no-counters $opt --out "$D/np" > "$D/np.txt" || fail "$opt run"
+    ! grep -q 'GEMM probe\|% probe' "$D/np.txt" || fail "$opt: a probe was reported"
+    ! grep -q 'probe_gflops\|pct_of_probe' "$D/np/summary.json" || fail "$opt: summary.json has a probe"
+done
+
 # hardware counters: either on, or said unavailable exactly once
 n=$(grep -c 'hardware counters unavailable' "$D/out.txt")
 if [ "$n" != 0 ] && [ "$n" != 1 ]; then fail "unavailable said $n times"; fi

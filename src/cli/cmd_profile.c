@@ -22,6 +22,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
+#include "kernels/cpu/gemm_tune.h"
 #include "kernels/kernels.h"
 
 #define CMD "profile"
@@ -33,6 +34,7 @@ typedef struct {
     gpt2c_rng rng;
     gpt2c_adamw_cfg opt;
     gpt2c_format prec; /* --precision */
+    int probe_threads; /* > 0: the in-L2 GEMM probe beside each trial, on these threads */
 } run_ctx;
 
 /* Seeded random tokens: the step's batch source (timed as the data phase). */
@@ -71,13 +73,24 @@ static gpt2c_status setup(gpt2c_model *m, const char *backend, int threads, run_
     return GPT2C_OK;
 }
 
+/* The in-L2 GEMM probe (~15 ms), 0 when off: its rate beside a trial is the
+ * mean of the probes before and after it, neighbours in time. */
+#define PROBE_SECONDS 0.015
+static double probe_now(const run_ctx *r) {
+    return r->probe_threads > 0 ? gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), r->probe_threads, PROBE_SECONDS) : 0;
+}
+
 /* warm-up, then `trials` trials of `steps` steps inside a session */
 static gpt2c_status run_trials(gpt2c_model *m, gpt2c_profile_session **out, const gpt2c_profile_opts *o, run_ctx *r) {
     for (int i = 0; i < r->warmup; i++) GPT2C_TRY(run_step(m, NULL, -1 - i, r));
     GPT2C_TRY(gpt2c_profile_session_begin(out, m, o));
     int step = 0;
+    double before = probe_now(r);
     for (int t = 0; t < r->trials; t++) {
         for (int i = 0; i < r->steps; i++) GPT2C_TRY(run_step(m, *out, step++, r));
+        const double after = probe_now(r);
+        if (before > 0 && after > 0) gpt2c_profile_session_set_probe(*out, 0.5 * (before + after), r->probe_threads);
+        before = after;
         gpt2c_profile_session_trial_end(*out);
     }
     return gpt2c_profile_session_end(*out);
@@ -124,7 +137,7 @@ int cmd_profile(int argc, char **argv) {
     const char *out = NULL, *backends = "cpu", *precision = "fp32", *adapter = NULL;
     model_arg ma = {0};
     int B = 4, T = 64, steps = 1, trials = 10, warmup = 2;
-    int no_counters = 0, no_hw = 0, no_peak = 0, overhead = 0, quiet = 0, infer = 0, decode = 16, decode_only = 0;
+    int no_counters = 0, no_hw = 0, no_peak = 0, no_probe = 0, overhead = 0, quiet = 0, infer = 0, decode = 16, decode_only = 0;
     const char *quant = NULL, *kv = NULL, *qact = NULL;
     long long seed = 1337;
     cli_intlist threads = {{0}, 0};
@@ -143,6 +156,7 @@ int cmd_profile(int argc, char **argv) {
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
+        {"--no-probe", CLI_FLAG, &no_probe, "no in-L2 GEMM probe beside each trial (cpu backend, fp32 training: the matmuls' % probe)", 0, 0},
         {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
         {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
         {"--infer", CLI_FLAG, &infer,
@@ -221,8 +235,11 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32};
+    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32, 0};
     gpt2c_precision_parse(precision, &r.prec);
+    /* the probe is the cpu backend's fp32 micro-kernel: beside that backend's fp32 matmuls only */
+    if (!no_probe && !infer && !strcmp(bk[0], "cpu") && r.prec == GPT2C_FMT_F32 && !gpt2c_model_qweights(m))
+        r.probe_threads = main_threads;
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
     r.targets = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -281,6 +298,7 @@ int cmd_profile(int argc, char **argv) {
                     gpt2c_profile_session_add_scaling(s, bk[bi], th, (gpt2c_stat){0, 0, 0, 0, 0}, gpt2c_errmsg());
                     continue;
                 }
+                r.probe_threads = 0; /* sweep points report step times only */
                 gpt2c_profile_opts so = gpt2c_profile_opts_default();
                 so.counters = 0;
                 so.use_peak = 0;

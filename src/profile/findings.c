@@ -18,6 +18,10 @@ const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
     return S_mean(s, g, F_AI) < gpt2c_prof_compute_roof(s, g) / s->peak.mem_gbs ? "memory-bound" : "compute-bound";
 }
 
+#define GPT2C_PROF_PROBE_SLOW 0.75 /* the probe below this share of the FMA peak: a slow machine */
+#define GPT2C_PROF_PROBE_GOOD 85.0 /* matmuls at this % of the probe or more: the hierarchy costs little */
+#define GPT2C_PROF_SMALL_GEMM_MFLOP 20.0 /* below this per call (the probe's product: 12.6), overheads dominate */
+
 #define ADD(...)                                                              \
     do {                                                                      \
         if (n < max) snprintf(lines[n++], sizeof lines[0], __VA_ARGS__);      \
@@ -25,6 +29,45 @@ const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
 
 static double pct(const gpt2c_profile_session *s, int g) {
     return S_have(s, g, F_MS) && S_mean(s, G_STEP, F_MS) > 0 ? 100 * S_mean(s, g, F_MS) / S_mean(s, G_STEP, F_MS) : 0;
+}
+
+/* The matmuls against the in-L2 GEMM probe taken beside each trial: the share
+ * the memory hierarchy leaves them (their FLOP-weighted %probe), and whether
+ * the machine itself ran cache-using code slowly (the probe far below the FMA
+ * peak, which a register-only burst does not show). */
+static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int max, int *np) {
+    const int n = *np;
+    if (!S_have(s, G_STEP, F_PROBE)) return;
+    double flops = 0, ms = 0, calls = 0, lo = INFINITY, hi = 0;
+    for (int o = 0; o < GPT2C_OP_COUNT; o++) {
+        const int g = G_OP0 + o;
+        if (!S_have(s, g, F_PCT_PROBE)) continue;
+        flops += S_mean(s, g, F_FLOPS), ms += S_mean(s, g, F_MS), calls += S_mean(s, g, F_CALLS);
+        lo = fmin(lo, S_mean(s, g, F_PCT_PROBE)), hi = fmax(hi, S_mean(s, g, F_PCT_PROBE));
+    }
+    if (!(ms > 0 && flops > 0 && calls > 0)) return;
+    const double probe = S_mean(s, G_STEP, F_PROBE), pct = 100 * flops / (ms * 1e6) / probe, mflop_call = flops / calls * 1e-6;
+    const int slow_machine = s->have_peak && !s->peak_device && probe < GPT2C_PROF_PROBE_SLOW * s->peak.gflops;
+    char at_peak[96] = "", why[512] = "";
+    if (s->have_peak && !s->peak_device) snprintf(at_peak, sizeof at_peak, "; the probe ran at %.0f%% of the fp32 peak", 100 * probe / s->peak.gflops);
+    if (slow_machine)
+        snprintf(why, sizeof why, "cache-using code ran slowly on this machine (the probe, with nothing to miss, far below the FMA peak: a "
+                                  "neighbour on the core, or a lower clock) -> compare GEMMs by %% probe, and runs whose probes agree%s",
+                 pct < GPT2C_PROF_PROBE_GOOD ? "; " : "");
+    const size_t k = strlen(why);
+    if (pct >= GPT2C_PROF_PROBE_GOOD) {
+        if (!slow_machine) snprintf(why, sizeof why, "near the micro-kernel's in-cache rate -> what is left to peak is the micro-kernel itself");
+    } else if (mflop_call < GPT2C_PROF_SMALL_GEMM_MFLOP)
+        snprintf(why + k, sizeof why - k, "small GEMMs (%.1f MFLOP a call): call overhead, packing and edge tiles -> more tokens (B x T) per step",
+                 mflop_call);
+    else
+        snprintf(why + k, sizeof why - k, "blocking, packing and operands streaming through L2 cost them %.0f%% -> bench/gemm_hierarchy.sh "
+                 "splits it per shape; bench gemm --autotune re-tunes", 100 - pct);
+    if (n >= max) return;
+    /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
+    const int len = snprintf(lines[n], sizeof lines[0], "matmuls run at %.1f%% of the in-L2 GEMM probe taken beside each trial (%.1f-%.1f%% per op)%s: %s",
+                             pct, lo, hi, at_peak, why);
+    if (len > 0) *np = n + 1;
 }
 
 int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
@@ -45,11 +88,13 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             ADD("%s is the top op: %.1f%% of the step at %.1f GFLOP/s = %.1f%% of this machine's %.0f GFLOP/s peak (%s) -> %s",
                 gpt2c_op_name((gpt2c_op)top), pct(s, g), S_mean(s, g, F_GFLOPS), 100 * S_mean(s, g, F_GFLOPS) / gpt2c_prof_compute_roof(s, g),
                 gpt2c_prof_compute_roof(s, g), gpt2c_prof_bound(s, g),
-                strncmp(gpt2c_op_name((gpt2c_op)top), "matmul", 6) == 0 ? "a blocked, register-tiled GEMM kernel or the BLAS backend"
-                                                                         : "a blocked, vectorised kernel for it");
+                !gpt2c_op_is_matmul((gpt2c_op)top) ? "a blocked, vectorised kernel for it"
+                : S_have(s, g, F_PCT_PROBE)       ? "the in-L2 GEMM probe splits the gap (next line)"
+                                                  : "a blocked, register-tiled GEMM kernel or the BLAS backend");
         else
             ADD("%s is the top op: %.1f%% of the step", gpt2c_op_name((gpt2c_op)top), pct(s, g));
     }
+    gemm_vs_probe(s, lines, max, &n);
     int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER;
     if (pct(s, opt) > 5)
         ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW with the gradient zeroed in the same pass, %s) -> fewer passes over the slabs (the grad norm reads every gradient once more) or fewer bytes (bf16 moments)",

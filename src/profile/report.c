@@ -78,10 +78,11 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         }
     }
     {
-        static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound"};
+        static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound", "% probe"};
+        const int probe = S_have(s, G_STEP, F_PROBE); /* a column only when the probe ran */
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-top-ops";
-        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", H, 10);
+        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", H, probe ? 11 : 10);
         int order[GPT2C_OP_COUNT], k = 0;
         for (int o = 0; o < GPT2C_OP_COUNT; o++)
             if (S_have(s, G_OP0 + o, F_MS)) order[k++] = o;
@@ -104,6 +105,7 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             stat_cell(t, r, 7, s, g, F_GBS, "%.2f");
             stat_cell(t, r, 8, s, g, F_AI, "%.2f");
             gpt2c_tbl_set(t, r, 9, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
+            if (probe) stat_cell(t, r, 10, s, g, F_PCT_PROBE, "%.1f");
         }
     }
     {
@@ -227,6 +229,14 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                         : gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
+    if (S_have(s, G_STEP, F_PROBE)) {
+        const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
+        char of_peak[64] = "";
+        if (s->have_peak && !s->peak_device) snprintf(of_peak, sizeof of_peak, " = %.1f%% of the fp32 peak", 100 * p->mean / s->peak.gflops);
+        gpt2c_sb_printf(b, "%sin-L2 GEMM probe beside each trial: %.1f GFLOP/s%s (min %.1f, max %.1f; the fp32 micro-kernel on a "
+                           "product that stays in L2, %d thread%s); %% probe: a matmul's rate over it%s", pre, p->mean, of_peak,
+                        p->min, p->max, s->probe_threads, s->probe_threads == 1 ? "" : "s", post);
+    }
     if (s->ovh_off > 0)
         gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
                   pre, s->ovh_off, s->ovh_on, 100 * (s->ovh_on / s->ovh_off - 1), s->ovh_ctr,
@@ -387,7 +397,7 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
 }
 
 void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
-    gpt2c_sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct\n");
+    gpt2c_sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct,pct_of_probe\n");
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
         int g = G_OP0 + o;
         if (!S_have(s, g, F_MS)) continue;
@@ -403,6 +413,8 @@ void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
         }
         gpt2c_sb_printf(b, "%s,", gpt2c_prof_bound(s, g));
         if (S_have(s, g, F_CPU_UTIL)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_CPU_UTIL));
+        gpt2c_sb_puts(b, ",");
+        if (S_have(s, g, F_PCT_PROBE)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_PCT_PROBE));
         gpt2c_sb_puts(b, "\n");
     }
 }

@@ -33,7 +33,7 @@ const char *gpt2c_field_name(int f) {
     static const char *const D[] = {"gflops_per_s", "gb_per_s", "flops_per_byte", "pct_of_step", "cpu_util_pct",
                                     "cpi", "l1d_mpki", "llc_mpki", "branch_mpki", "frontend_bound",
                                     "bad_speculation", "backend_bound", "retiring", "smt_contention",
-                                    "memory_bound", "core_bound"};
+                                    "memory_bound", "core_bound", "probe_gflops_per_s", "pct_of_probe"};
     if (f < F_CTR0) return N[f];
     if (f < F_GFLOPS) return gpt2c_ctr_name((gpt2c_ctr)(f - F_CTR0));
     return f < F_COUNT ? D[f - F_GFLOPS] : "?";
@@ -372,6 +372,15 @@ static void finish_trial(gpt2c_profile_session *s) {
         }
         derive(s, x, step_ms);
     }
+    /* the in-L2 GEMM probe taken beside this trial: each matmul op's rate over it */
+    if (s->trial_probe > 0) {
+        v[G_STEP * F_COUNT + F_PROBE] = s->trial_probe;
+        for (int o = 0; o < GPT2C_OP_COUNT; o++) {
+            double *x = v + (G_OP0 + o) * F_COUNT;
+            if (gpt2c_op_is_matmul((gpt2c_op)o) && isfinite(x[F_GFLOPS])) x[F_PCT_PROBE] = 100 * x[F_GFLOPS] / s->trial_probe;
+        }
+        s->trial_probe = 0;
+    }
     for (int i = 0; i < M_COUNT; i++) { /* Welford */
         double x = v[i];
         if (!isfinite(x)) continue;
@@ -423,6 +432,12 @@ gpt2c_status gpt2c_profile_session_add_scaling(gpt2c_profile_session *s, const c
     snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
     if (reason) r->step_ms.n = 0;
     return GPT2C_OK;
+}
+
+void gpt2c_profile_session_set_probe(gpt2c_profile_session *s, double gflops, int threads) {
+    if (!(gflops > 0)) return;
+    s->trial_probe = gflops;
+    s->probe_threads = threads;
 }
 
 void gpt2c_profile_session_set_overhead(gpt2c_profile_session *s, double off_ms, double on_ms, double on_ctr_ms) {

@@ -30,6 +30,8 @@ enum {
     F_CPU_UTIL,                    /* task-clock / (wall * threads) */
     F_CPI, F_L1D_MPKI, F_LLC_MPKI, F_BR_MPKI,
     F_TD_FE, F_TD_BS, F_TD_BE, F_TD_RET, F_TD_SMT, F_TD_MEM, F_TD_CORE,
+    F_PROBE,     /* G_STEP only: the in-L2 GEMM probe beside the trial, GFLOP/s (set_probe) */
+    F_PCT_PROBE, /* matmul ops only: their GFLOP/s as a % of that probe */
     F_COUNT
 };
 #define M_COUNT (G_COUNT * F_COUNT)
@@ -99,6 +101,8 @@ struct gpt2c_profile_session {
     scaling_row scaling[64];
     int nscaling;
     double ovh_off, ovh_on, ovh_ctr;
+    double trial_probe; /* GFLOP/s of the probe beside the open trial; 0: none */
+    int probe_threads;  /* the threads it ran on (for the report) */
 };
 
 static inline double S_mean(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].mean; }

@@ -14,7 +14,8 @@
  * (gpt2c_cpu_gemm_tune_note, `bench gemm`).  The blocking never changes
  * results (fp32: K's block is fixed; bf16: the pair arithmetic), only speed,
  * so tuning is always safe.  GPT2C_GEMM_AUTOTUNE=0 skips the autotunes (the
- * cache-size guesses are used). */
+ * cache-size guesses are used), as does a sanitizer build unless asked
+ * (`bench gemm --autotune`): it reads the cache, but would time the sanitizer. */
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -29,6 +30,18 @@
 
 #include "gpt2c/core.h"
 #include "gpt2c/peak.h"
+
+/* AddressSanitizer builds (GCC's macro, clang's feature test) tune only when asked (force) */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
 #include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
@@ -426,6 +439,10 @@ static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16
         return set(b);
     }
     b = guess = set(guess);
+    if (!force && SANITIZED) { /* its timings would measure the sanitizer, at 10-50x the cost of a tune */
+        snprintf(g_note[bf16], sizeof g_note[bf16], "not tuned (a sanitizer build): cache-size blocking");
+        return guess;
+    }
     tune_data td;
     tune_state *s = calloc(1, sizeof *s);
     if (!s || !tune_alloc(&td)) {
