@@ -31,6 +31,12 @@ static double pct(const gpt2c_profile_session *s, int g) {
     return S_have(s, g, F_MS) && S_mean(s, G_STEP, F_MS) > 0 ? 100 * S_mean(s, g, F_MS) / S_mean(s, G_STEP, F_MS) : 0;
 }
 
+double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s) {
+    if (!S_have(s, G_STEP, F_PROBE) || !s->have_peak || s->peak_device || s->peak.threads < 1 || s->probe_threads < 1) return 0;
+    const int th = s->probe_threads < s->peak.threads ? s->probe_threads : s->peak.threads;
+    return S_mean(s, G_STEP, F_PROBE) / (s->peak.gflops * th / s->peak.threads);
+}
+
 /* The matmuls against the in-L2 GEMM probe taken beside each trial: the share
  * the memory hierarchy leaves them (their FLOP-weighted %probe), and whether
  * the machine itself ran cache-using code slowly (the probe far below the FMA
@@ -47,9 +53,10 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
     }
     if (!(ms > 0 && flops > 0 && calls > 0)) return;
     const double probe = S_mean(s, G_STEP, F_PROBE), pct = 100 * flops / (ms * 1e6) / probe, mflop_call = flops / calls * 1e-6;
-    const int slow_machine = s->have_peak && !s->peak_device && probe < GPT2C_PROF_PROBE_SLOW * s->peak.gflops;
+    const double share = gpt2c_prof_probe_peak_share(s);
+    const int slow_machine = share > 0 && share < GPT2C_PROF_PROBE_SLOW;
     char at_peak[96] = "", why[512] = "";
-    if (s->have_peak && !s->peak_device) snprintf(at_peak, sizeof at_peak, "; the probe ran at %.0f%% of the fp32 peak", 100 * probe / s->peak.gflops);
+    if (share > 0) snprintf(at_peak, sizeof at_peak, "; the probe ran at %.0f%% of the fp32 peak", 100 * share);
     if (slow_machine)
         snprintf(why, sizeof why, "cache-using code ran slowly on this machine (the probe, with nothing to miss, far below the FMA peak: a "
                                   "neighbour on the core, or a lower clock) -> compare GEMMs by %% probe, and runs whose probes agree%s",

@@ -1,0 +1,89 @@
+/* The profile's in-L2 GEMM probe findings on hand-made statistics: the
+ * matmuls' FLOP-weighted % probe, the probe's share of the fp32 peak on as
+ * many threads (a probe on 1 thread against a 2-thread peak is not a slow
+ * machine), and which diagnosis each case gets.  The numbers are round so the
+ * expected figures can be worked out in the comments. */
+#include "gpt2c/core.h"
+#include "profile/session.h"
+#include "testutil.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-9)
+
+static void set(gpt2c_profile_session *s, int g, int f, double v) { s->stats[g * F_COUNT + f] = (gpt2c_stat){v, 0, v, v, 1}; }
+
+/* two matmul ops: qkv 2 GFLOP in 20 ms (100 GFLOP/s), fc 6 GFLOP in 40 ms (150 GFLOP/s), 10 calls each */
+static void matmuls(gpt2c_profile_session *s, double probe) {
+    const int ops[2] = {GPT2C_OP_MATMUL_QKV, GPT2C_OP_MATMUL_FC};
+    const double flops[2] = {2e9, 6e9}, ms[2] = {20, 40};
+    for (int i = 0; i < 2; i++) {
+        const int g = G_OP0 + ops[i];
+        set(s, g, F_FLOPS, flops[i]), set(s, g, F_MS, ms[i]), set(s, g, F_CALLS, 10);
+        set(s, g, F_GFLOPS, flops[i] / (ms[i] * 1e6));
+        set(s, g, F_PCT_PROBE, 100 * flops[i] / (ms[i] * 1e6) / probe);
+    }
+    set(s, G_STEP, F_PROBE, probe);
+}
+
+/* the probe finding's line, or NULL */
+static const char *probe_line(gpt2c_profile_session *s, char lines[][512], int n) {
+    n = gpt2c_prof_findings(s, lines, n);
+    for (int i = 0; i < n; i++)
+        if (strstr(lines[i], "of the in-L2 GEMM probe")) return lines[i];
+    return NULL;
+}
+
+int main(void) {
+    static gpt2c_profile_session s;
+    static char lines[16][512];
+    s.stats = calloc(M_COUNT, sizeof *s.stats);
+    if (!s.stats) return 1;
+
+    /* no probe: no finding, no share */
+    CHECK(probe_line(&s, lines, 16) == NULL);
+    CHECK(gpt2c_prof_probe_peak_share(&s) == 0);
+
+    /* probe 200 GFLOP/s, no peak: matmuls 8 GFLOP in 60 ms = 133.3 GFLOP/s = 66.7% of it (qkv 50%, fc 75%);
+     * over 20 MFLOP a call (400), so the hierarchy costs 33% */
+    matmuls(&s, 200);
+    s.probe_threads = 2;
+    const char *l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "matmuls run at 66.7% of the in-L2 GEMM probe"));
+    CHECK(l && strstr(l, "(50.0-75.0% per op)"));
+    CHECK(l && strstr(l, "cost them 33%"));
+    CHECK(l && !strstr(l, "ran slowly") && !strstr(l, "of the fp32 peak"));
+    CHECK(gpt2c_prof_probe_peak_share(&s) == 0); /* no peak */
+
+    /* a 2-thread peak of 300: the probe at 200 is 66.7% of it, below 75%: the machine ran slowly */
+    s.have_peak = 1, s.peak.gflops = 300, s.peak.threads = 2;
+    CHECK(NEAR(gpt2c_prof_probe_peak_share(&s), 200.0 / 300));
+    l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "the probe ran at 67% of the fp32 peak"));
+    CHECK(l && strstr(l, "ran slowly on this machine") && strstr(l, "cost them 33%"));
+
+    /* the same probe on 1 thread against that 2-thread peak: 200 / 150 -> not slow (share 1.33) */
+    s.probe_threads = 1;
+    CHECK(NEAR(gpt2c_prof_probe_peak_share(&s), 200.0 / 150));
+    l = probe_line(&s, lines, 16);
+    CHECK(l && !strstr(l, "ran slowly"));
+
+    /* matmuls at 90% of a probe at 90% of peak: near the micro-kernel's rate, nothing else said */
+    s.probe_threads = 2;
+    matmuls(&s, 133.3333333333 / 0.9);
+    s.peak.gflops = 133.3333333333 / 0.9 / 0.9;
+    l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "matmuls run at 90.0%") && strstr(l, "near the micro-kernel's in-cache rate"));
+    CHECK(l && !strstr(l, "ran slowly") && !strstr(l, "cost them"));
+
+    /* small GEMMs (8 GFLOP in 2 x 2000 calls: 2 MFLOP a call, under 20): overheads, not the hierarchy */
+    matmuls(&s, 200);
+    set(&s, G_OP0 + GPT2C_OP_MATMUL_QKV, F_CALLS, 2000), set(&s, G_OP0 + GPT2C_OP_MATMUL_FC, F_CALLS, 2000);
+    s.peak.gflops = 220;
+    l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "small GEMMs (2.0 MFLOP a call)") && !strstr(l, "cost them"));
+
+    /* a device's nominal peak is not compared with the CPU probe */
+    s.peak_device = 1;
+    CHECK(gpt2c_prof_probe_peak_share(&s) == 0);
+    free(s.stats);
+    return tu_finish("test_profile_probe");
+}
