@@ -23,7 +23,7 @@ grep -q 'Findings' "$D/out.txt" || fail "no findings"
 # matmuls, summary.json / ops.csv fields; and its arithmetic: % probe = 100 x GFLOP/s / probe (one trial; JSON keeps 6 digits)
 grep -q '^in-L2 GEMM probe beside each trial: [0-9.]* GFLOP/s' "$D/out.txt" || fail "no probe line"
 grep -q '% probe' "$D/out.txt" || fail "no % probe column"
-grep -q 'of the in-L2 GEMM probe taken beside each trial' "$D/out.txt" || fail "no probe finding"
+grep -q 'of the in-L2 GEMM probe beside each trial' "$D/out.txt" || fail "no probe finding"
 grep -q '"probe_gflops_per_s":{"mean":[1-9]' "$D/p/summary.json" || fail "summary.json: no probe"
 grep -q '"pct_of_probe"' "$D/p/summary.json" || fail "summary.json: no pct_of_probe"
 head -1 "$D/p/ops.csv" | grep -q ',pct_of_probe$' || fail "ops.csv: no pct_of_probe column"
@@ -33,6 +33,11 @@ if command -v jq > /dev/null; then
     "$G" profile $TINY --trials 1 --warmup 1 --threads 1 --no-peak --no-counters --quiet --out "$D/p1" || fail "one-trial run"
     jq -e '.ops.matmul_fc as $o | ($o.pct_of_probe.mean - 100 * $o.gflops_per_s.mean / .step.probe_gflops_per_s.mean)
            | fabs < 1e-3 * $o.pct_of_probe.mean' "$D/p1/summary.json" > /dev/null || fail "pct_of_probe != 100 x GFLOP/s / probe"
+    # the step's pct_of_probe: all matmuls together, 100 x their FLOPs / their ms / probe
+    jq -e '[.ops | to_entries[] | select(.key | startswith("matmul")) | .value] as $m
+           | (100 * ($m | map(.flops.mean) | add) / (($m | map(.ms.mean) | add) * 1e6) / .step.probe_gflops_per_s.mean) as $want
+           | (.step.pct_of_probe.mean - $want) | fabs < 1e-3 * $want' "$D/p1/summary.json" > /dev/null \
+        || fail "step pct_of_probe != all matmuls over the probe"
 else
     echo "jq not installed: skipping the % probe arithmetic"
 fi

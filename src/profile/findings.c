@@ -44,23 +44,23 @@ double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s) {
 static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int max, int *np) {
     const int n = *np;
     if (!S_have(s, G_STEP, F_PROBE)) return;
-    double flops = 0, ms = 0, calls = 0, lo = INFINITY, hi = 0;
+    double flops = 0, calls = 0, lo = INFINITY, hi = 0;
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
         const int g = G_OP0 + o;
         if (!S_have(s, g, F_PCT_PROBE)) continue;
-        flops += S_mean(s, g, F_FLOPS), ms += S_mean(s, g, F_MS), calls += S_mean(s, g, F_CALLS);
+        flops += S_mean(s, g, F_FLOPS), calls += S_mean(s, g, F_CALLS);
         lo = fmin(lo, S_mean(s, g, F_PCT_PROBE)), hi = fmax(hi, S_mean(s, g, F_PCT_PROBE));
     }
-    if (!(ms > 0 && flops > 0 && calls > 0)) return;
-    const double probe = S_mean(s, G_STEP, F_PROBE), pct = 100 * flops / (ms * 1e6) / probe, mflop_call = flops / calls * 1e-6;
+    if (!S_have(s, G_STEP, F_PCT_PROBE) || !(calls > 0)) return;
+    /* all matmuls together, trial by trial as each op (session.c), so it lies among theirs */
+    const double pct = S_mean(s, G_STEP, F_PCT_PROBE), mflop_call = flops / calls * 1e-6;
     const double share = gpt2c_prof_probe_peak_share(s);
     const int slow_machine = share > 0 && share < GPT2C_PROF_PROBE_SLOW;
     char at_peak[96] = "", why[512] = "";
-    if (share > 0) snprintf(at_peak, sizeof at_peak, "; the probe ran at %.0f%% of the fp32 peak", 100 * share);
+    if (share > 0) snprintf(at_peak, sizeof at_peak, "; probe at %.0f%% of the fp32 peak", 100 * share);
     if (slow_machine)
-        snprintf(why, sizeof why, "cache-using code ran slowly on this machine (the probe, with nothing to miss, far below the FMA peak: a "
-                                  "neighbour on the core, or a lower clock) -> compare GEMMs by %% probe, and runs whose probes agree%s",
-                 pct < GPT2C_PROF_PROBE_GOOD ? "; " : "");
+        snprintf(why, sizeof why, "cache-using code ran slowly here (a neighbour on the core, or a lower clock) -> compare GEMMs by %% probe, "
+                                  "and only runs whose probes agree%s", pct < GPT2C_PROF_PROBE_GOOD ? "; " : "");
     const size_t k = strlen(why);
     if (pct >= GPT2C_PROF_PROBE_GOOD) {
         if (!slow_machine) snprintf(why, sizeof why, "near the micro-kernel's in-cache rate -> what is left to peak is the micro-kernel itself");
@@ -68,11 +68,11 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
         snprintf(why + k, sizeof why - k, "small GEMMs (%.1f MFLOP a call): call overhead, packing and edge tiles -> more tokens (B x T) per step",
                  mflop_call);
     else
-        snprintf(why + k, sizeof why - k, "blocking, packing and operands streaming through L2 cost them %.0f%% -> bench/gemm_hierarchy.sh "
-                 "splits it per shape; bench gemm --autotune re-tunes", 100 - pct);
+        snprintf(why + k, sizeof why - k, "blocking, packing and L2 traffic cost them %.0f%% -> bench/gemm_hierarchy.sh splits it per shape",
+                 100 - pct);
     if (n >= max) return;
     /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
-    const int len = snprintf(lines[n], sizeof lines[0], "matmuls run at %.1f%% of the in-L2 GEMM probe taken beside each trial (%.1f-%.1f%% per op)%s: %s",
+    const int len = snprintf(lines[n], sizeof lines[0], "matmuls run at %.1f%% of the in-L2 GEMM probe beside each trial (%.1f-%.1f%% per op)%s: %s",
                              pct, lo, hi, at_peak, why);
     if (len > 0) *np = n + 1;
 }

@@ -374,11 +374,15 @@ static void finish_trial(gpt2c_profile_session *s) {
     }
     /* the in-L2 GEMM probe taken beside this trial: each matmul op's rate over it */
     if (s->trial_probe > 0) {
+        double flops = 0, ms = 0; /* all matmuls together: the step group's pct_of_probe */
         v[G_STEP * F_COUNT + F_PROBE] = s->trial_probe;
         for (int o = 0; o < GPT2C_OP_COUNT; o++) {
             double *x = v + (G_OP0 + o) * F_COUNT;
-            if (gpt2c_op_is_matmul((gpt2c_op)o) && isfinite(x[F_GFLOPS])) x[F_PCT_PROBE] = 100 * x[F_GFLOPS] / s->trial_probe;
+            if (!gpt2c_op_is_matmul((gpt2c_op)o) || !isfinite(x[F_GFLOPS])) continue;
+            x[F_PCT_PROBE] = 100 * x[F_GFLOPS] / s->trial_probe;
+            flops += x[F_FLOPS], ms += x[F_MS];
         }
+        if (ms > 0) v[G_STEP * F_COUNT + F_PCT_PROBE] = 100 * flops / (ms * 1e6) / s->trial_probe;
         s->trial_probe = 0;
     }
     for (int i = 0; i < M_COUNT; i++) { /* Welford */

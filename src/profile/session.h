@@ -31,7 +31,7 @@ enum {
     F_CPI, F_L1D_MPKI, F_LLC_MPKI, F_BR_MPKI,
     F_TD_FE, F_TD_BS, F_TD_BE, F_TD_RET, F_TD_SMT, F_TD_MEM, F_TD_CORE,
     F_PROBE,     /* G_STEP only: the in-L2 GEMM probe beside the trial, GFLOP/s (set_probe) */
-    F_PCT_PROBE, /* matmul ops only: their GFLOP/s as a % of that probe */
+    F_PCT_PROBE, /* matmul ops: their GFLOP/s as a % of that probe; G_STEP: all matmuls' together */
     F_COUNT
 };
 #define M_COUNT (G_COUNT * F_COUNT)
