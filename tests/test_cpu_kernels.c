@@ -11,22 +11,13 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "kernels/bf16.h"
+#include "core/sanitizer.h"
 #include "kernels/kernels.h"
 #include "testutil.h"
 
-/* Under AddressSanitizer (GCC's macro, clang's feature test) the T = 1024
- * attention cases run on the first ISA only: on the portable kernel they took
- * 40 of the test's 60 s there.  The other builds run them on every ISA. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+/* Under AddressSanitizer (GPT2C_SANITIZED) the T = 1024 attention cases run
+ * on the first ISA only: on the portable kernel they took 38 of the test's
+ * 57 s there.  The other builds run them on every ISA. */
 
 static const gpt2c_kernels *REF, *CPU;
 static const char *g_isa = "";
@@ -429,7 +420,7 @@ int main(void) {
             test_attention(3, Ts[t], 256, 4);
         }
         /* several query blocks and key tiles (48 / 64), ragged ends, hs 33 and 64 */
-        const int long_cases = !SANITIZED || ran == 1;
+        const int long_cases = !GPT2C_SANITIZED || ran == 1;
         test_attention(2, 150, 66, 2);
         if (long_cases) test_attention(1, 1024, 64, 1);
         for (int t = 0; t < 4; t++) {

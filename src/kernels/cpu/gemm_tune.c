@@ -28,20 +28,10 @@
 #include <jansson.h>
 #endif
 
+#include "core/sanitizer.h"
 #include "gpt2c/core.h"
 #include "gpt2c/peak.h"
 
-/* AddressSanitizer builds (GCC's macro, clang's feature test) tune only when asked (force) */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 #include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
@@ -439,7 +429,7 @@ static gemm_bf16_blocking autotune(int bf16, gpt2c_isa isa, int force, gemm_bf16
         return set(b);
     }
     b = guess = set(guess);
-    if (!force && SANITIZED) { /* its timings would measure the sanitizer, at 10-50x the cost of a tune */
+    if (!force && GPT2C_SANITIZED) { /* its timings would measure the sanitizer, at 10-50x the cost of a tune */
         snprintf(g_note[bf16], sizeof g_note[bf16], "not tuned (a sanitizer build): cache-size blocking");
         return guess;
     }
