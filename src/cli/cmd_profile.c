@@ -286,6 +286,7 @@ int cmd_profile(int argc, char **argv) {
     }
     /* sweep: every backend x thread count; the main run is one of the points */
     if (nb * threads.n > 1) {
+        r.probe_threads = 0; /* sweep points report step times only */
         for (int bi = 0; bi < nb; bi++)
             for (int ti = 0; ti < threads.n; ti++) {
                 int th = threads.items[ti];
@@ -298,7 +299,6 @@ int cmd_profile(int argc, char **argv) {
                     gpt2c_profile_session_add_scaling(s, bk[bi], th, (gpt2c_stat){0, 0, 0, 0, 0}, gpt2c_errmsg());
                     continue;
                 }
-                r.probe_threads = 0; /* sweep points report step times only */
                 gpt2c_profile_opts so = gpt2c_profile_opts_default();
                 so.counters = 0;
                 so.use_peak = 0;

@@ -231,9 +231,9 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
     if (S_have(s, G_STEP, F_PROBE)) {
         const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
+        const double share = gpt2c_prof_probe_peak_share(s);
         char of_peak[80] = "";
-        if (gpt2c_prof_probe_peak_share(s) > 0)
-            snprintf(of_peak, sizeof of_peak, " = %.1f%% of the fp32 peak on as many threads", 100 * gpt2c_prof_probe_peak_share(s));
+        if (share > 0) snprintf(of_peak, sizeof of_peak, " = %.1f%% of the fp32 peak on as many threads", 100 * share);
         gpt2c_sb_printf(b, "%sin-L2 GEMM probe beside each trial: %.1f GFLOP/s%s (min %.1f, max %.1f; the fp32 micro-kernel on a "
                            "product that stays in L2, %d thread%s); %% probe: a matmul's rate over it%s", pre, p->mean, of_peak,
                         p->min, p->max, s->probe_threads, s->probe_threads == 1 ? "" : "s", post);

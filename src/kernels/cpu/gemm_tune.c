@@ -31,7 +31,6 @@
 #include "core/sanitizer.h"
 #include "gpt2c/core.h"
 #include "gpt2c/peak.h"
-
 #include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
