@@ -13,6 +13,11 @@
 #include "kernels/kv_task.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* Decode tiles prefetch the weight rows of the tile PF_TILES ahead into L2
+ * during their first row pass (Zen 4, 2 threads, fp32 decode: batch 1 1.09x,
+ * 4 1.28x, 8 1.17x; one tile ahead gained less at batches 1 and 8, into L1
+ * less everywhere): the hardware prefetchers do not keep 4 row streams ahead. */
+#define PF_TILES 2
 
 
 /* gelu(x) = 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}),  u = sqrt(2/pi) (x + 0.044715 x^3):
@@ -38,7 +43,7 @@ static void gelu_row(float *y, int n) {
  * channels.  Each (n, r) sum is the same sequence of lane FMAs then one
  * reduce, whatever tile computes it: results do not depend on N or threads. */
 ALWAYS_INLINE void tile(float *out, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw,
-                        const float *bias, int IC, const int RN, const int RO) {
+                        const float *bias, int IC, const float *pf, const int RN, const int RO) {
     __m512 acc[4][6];
 #pragma GCC unroll 4
     for (int r = 0; r < RO; r++)
@@ -47,6 +52,9 @@ ALWAYS_INLINE void tile(float *out, size_t ldo, const float *x, size_t ldx, cons
     int i = 0;
     for (; i + 16 <= IC; i += 16) {
         __m512 wv[4];
+        if (pf) /* a later tile's 4 weight rows, a line of each per 16 channels */
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) _mm_prefetch((const char *)(pf + r * ldw + i), _MM_HINT_T1);
 #pragma GCC unroll 4
         for (int r = 0; r < RO; r++) wv[r] = _mm512_loadu_ps(w + r * ldw + i);
 #pragma GCC unroll 6
@@ -76,20 +84,21 @@ ALWAYS_INLINE void tile(float *out, size_t ldo, const float *x, size_t ldx, cons
 
 #define TILE_CASES(RO)                                                      \
     switch (rn) {                                                           \
-    case 6: tile(o, ldo, x, ldx, w, ldw, bias, IC, 6, RO); break;          \
-    case 5: tile(o, ldo, x, ldx, w, ldw, bias, IC, 5, RO); break;          \
-    case 4: tile(o, ldo, x, ldx, w, ldw, bias, IC, 4, RO); break;          \
-    case 3: tile(o, ldo, x, ldx, w, ldw, bias, IC, 3, RO); break;          \
-    case 2: tile(o, ldo, x, ldx, w, ldw, bias, IC, 2, RO); break;          \
-    default: tile(o, ldo, x, ldx, w, ldw, bias, IC, 1, RO); break;         \
+    case 6: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 6, RO); break;      \
+    case 5: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 5, RO); break;      \
+    case 4: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 4, RO); break;      \
+    case 3: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 3, RO); break;      \
+    case 2: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 2, RO); break;      \
+    default: tile(o, ldo, x, ldx, w, ldw, bias, IC, pf, 1, RO); break;     \
     }
 
 static void tile4(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
-                  int IC, int rn) {
+                  int IC, int rn, const float *pf) {
     TILE_CASES(4)
 }
 static void tile1(float *o, size_t ldo, const float *x, size_t ldx, const float *w, size_t ldw, const float *bias,
                   int IC, int rn) {
+    const float *pf = NULL;
     TILE_CASES(1)
 }
 
@@ -134,7 +143,8 @@ void gpt2c_cpu_infer_matmul_avx512(float *out, const float *inp, const float *w,
         for (; o + 4 <= o1; o += 4)
             for (int n = 0, rn; n < nn; n += rn)
                 tile4(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,
-                      (size_t)IC, bias ? bias + o : NULL, IC, rn = tile_rows(nn - n));
+                      (size_t)IC, bias ? bias + o : NULL, IC, rn = tile_rows(nn - n),
+                      n == 0 && o + 4 + PF_TILES * 4 <= o1 ? w + (size_t)(o + PF_TILES * 4) * IC : NULL);
         for (; o < o1; o++)
             for (int n = 0, rn; n < nn; n += rn)
                 tile1(op + (size_t)n * OC + o, (size_t)OC, xp + (size_t)n * IC, (size_t)IC, w + (size_t)o * IC,

@@ -23,6 +23,14 @@
  * thread by CPU time: 25-31 -> 37 tok/s; 2 threads 1.14x at the median;
  * 1 KiB ahead gained less); the vdpbf16ps path is left as tuned on Zen 4. */
 #define PF_AHEAD 2048
+/* The tiles' software prefetch of later tiles' weight rows, during the first
+ * pass over the input rows: vdpbf16ps into L2, two tiles (8 outputs) ahead
+ * (Zen 4, batch-8 decode at 2 threads: 1.40x; without it the weight loads
+ * held half the kernel's samples, the hardware prefetchers not keeping 4
+ * row streams ahead; into L1 or one tile ahead gained 0-10%); the emulated
+ * path into L1, one tile ahead, as measured on Cascade Lake (below). */
+#define PF_TILES_DP 2
+#define PF_TILES_EMU 1
 
 /* acc (16 lanes) += the pair dot products of x and w (32 bf16 each): one
  * vdpbf16ps (native), or two FMAs on the split halves (the compiler keeps a
@@ -68,7 +76,12 @@ ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const u
         if (c == full && !tail) break;
         __m512i wv[4];
         if (pf) /* the next tile's 4 rows (IC / 8 lines, contiguous after these): 4 lines per 32 channels */
-            for (int q = 0; q < 4; q++) _mm_prefetch((const char *)(pf + (size_t)(4 * c + q) * 32), _MM_HINT_T0);
+            for (int q = 0; q < 4; q++) {
+                if (native)
+                    _mm_prefetch((const char *)(pf + (size_t)(4 * c + q) * 32), _MM_HINT_T1);
+                else
+                    _mm_prefetch((const char *)(pf + (size_t)(4 * c + q) * 32), _MM_HINT_T0);
+            }
         for (int q = 0; q < 4; q++)
             wv[q] = c < full ? _mm512_loadu_si512(wr + (size_t)q * IC + 32 * c)
                              : _mm512_maskz_loadu_epi16(tail, wr + (size_t)q * IC + 32 * c);
@@ -103,16 +116,16 @@ ALWAYS_INLINE void gemv(float *out, const uint16_t *xb, int ld, const uint16_t *
      * batch-1 decode at ~0.65x); the tiles pay from 4 rows on */
     for (; N >= 4 && o + 4 <= o1; o += 4) {
         const uint16_t *wr = w + (size_t)o * IC;
-        if (native && o + 8 <= o1)
-            for (int q = 0; q < 4; q++) _mm_prefetch((const char *)(wr + (4 + q) * (size_t)IC), _MM_HINT_T0);
         const float *b = bias ? bias + o : NULL;
         for (int n0 = 0; n0 < N; n0 += 4) {
             float *op = out + (size_t)n0 * OC + o;
             const uint16_t *x0 = xb + (size_t)n0 * ld;
-            /* emulated path: the first pass over these rows prefetches the next tile's (without it the
-             * tiles streamed their weights at 8-12 GB/s on Cascade Lake, the one-output loop at 17-20;
-             * batch-4/8 decode 1.39x / 1.29x with it; two tiles ahead was 5% slower) */
-            const uint16_t *pf = !native && n0 == 0 && o + 8 <= o1 ? wr + 4 * (size_t)IC : NULL;
+            /* the first pass over these rows prefetches a later tile's (PF_TILES_*).  Emulated
+             * path, Cascade Lake: without it the tiles streamed their weights at 8-12 GB/s, the
+             * one-output loop at 17-20; batch-4/8 decode 1.39x / 1.29x with it; two tiles ahead
+             * (into L1) was 5% slower */
+            const int ahead = 4 * (native ? PF_TILES_DP : PF_TILES_EMU);
+            const uint16_t *pf = n0 == 0 && o + 4 + ahead <= o1 ? wr + (size_t)ahead * IC : NULL;
             switch (N - n0 < 4 ? N - n0 : 4) {
             case 4: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 4, native); break;
             case 3: tile4(op, OC, x0, ld, wr, IC, b, full, tail, pf, 3, native); break;
