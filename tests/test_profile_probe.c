@@ -1,7 +1,7 @@
 /* The profile's in-L2 GEMM probe findings on hand-made statistics: the
- * matmuls' FLOP-weighted % probe, the probe's share of the fp32 peak on as
- * many threads (a probe on 1 thread against a 2-thread peak is not a slow
- * machine), and which diagnosis each case gets.  The numbers are round so the
+ * matmuls' FLOP-weighted % probe, the probe's share of the fp32 peak (a bf16
+ * run's: of the bf16 roof) on as many threads (a probe on 1 thread against a
+ * 2-thread peak is not a slow machine), and which diagnosis each case gets.  The numbers are round so the
  * expected figures can be worked out in the comments. */
 #include "gpt2c/core.h"
 #include "profile/session.h"
@@ -81,6 +81,19 @@ int main(void) {
     s.peak.gflops = 220;
     l = probe_line(&s, lines, 16);
     CHECK(l && strstr(l, "small GEMMs (2.0 MFLOP a call)") && !strstr(l, "cost them"));
+
+    /* a bf16 run: the probe is the bf16 pair engine's, held to the bf16 roof (600 on 2 threads), not the fp32
+     * peak (220): at 200 it is 33% of it, a slow machine; without a roof, the fp32 peak again (91%) */
+    matmuls(&s, 200); /* 10 calls each again: not small GEMMs */
+    s.bf16_matmuls = 1, s.bf16_roof = 600;
+    CHECK(NEAR(gpt2c_prof_probe_roof(&s), 600));
+    CHECK(NEAR(gpt2c_prof_probe_peak_share(&s), 200.0 / 600));
+    l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "probe at 33% of the bf16 peak") && strstr(l, "ran slowly here"));
+    CHECK(l && strstr(l, "cost them 33% -> gpt2c bench gemm --precision bf16")); /* not the fp32-only script */
+    s.bf16_roof = 0;
+    CHECK(NEAR(gpt2c_prof_probe_peak_share(&s), 200.0 / 220));
+    s.bf16_matmuls = 0;
 
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;

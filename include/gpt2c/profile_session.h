@@ -72,8 +72,9 @@ int gpt2c_profile_session_trials(const gpt2c_profile_session *s);
 /* One row of the thread / backend scaling table; reason != NULL: unavailable. */
 gpt2c_status gpt2c_profile_session_add_scaling(gpt2c_profile_session *s, const char *backend, int threads,
                                                gpt2c_stat step_ms, const char *reason);
-/* The in-L2 GEMM probe (the cpu backend's fp32 micro-kernel on a product that
- * stays in L2, on `threads` threads) measured beside the trial now open, in
+/* The in-L2 GEMM probe (the cpu backend's micro-kernel of the matmuls'
+ * precision, fp32 or the bf16 pair engine, on a product that stays in L2, on
+ * `threads` threads) measured beside the trial now open, in
  * GFLOP/s; call before that trial's trial_end.  The outputs then give each
  * matmul op's rate as a % of it ("%probe"): what the memory hierarchy leaves
  * of the micro-kernel's in-cache rate, at the same moment, so a machine that

@@ -69,8 +69,9 @@ enum { LP_BURSTS = 2 };
 static int g_local_nt; /* threads of the local peak bursts; 0: none */
 static double g_lp_prev[LP_BURSTS], g_pr_prev[LP_BURSTS];
 static int g_lp_have_prev;
-/* With `probe` (the cpu pass of fp32), each burst is followed by the in-L2
- * GEMM probe (gemm_tune.h: the micro-kernel with nothing to miss), so a
+/* With `probe` (the cpu pass), each burst is followed by the in-L2 GEMM
+ * probe (gemm_tune.h: the micro-kernel with nothing to miss; bf16: the pair
+ * engine's, none where the GEMM runs on AMX tiles), so a
  * GEMM's rate over the probe's is what the memory hierarchy leaves of the
  * kernel (bench/gemm_hierarchy.sh splits it per shape); else pr[i] = 0 */
 static void local_peak_phase(double *v, double *pr, int probe) {
@@ -78,7 +79,9 @@ static void local_peak_phase(double *v, double *pr, int probe) {
     const int dp = !g_bf16 ? 0 : gpt2c_cpu_bf16_amx_hw() ? GPT2C_PEAK_BURST_AMX : gpt2c_cpu_bf16_use_dp();
     for (int i = 0; i < LP_BURSTS; i++) {
         v[i] = gpt2c_peak_burst_gflops(gpt2c_cpu_isa(), dp, g_local_nt, 0.015);
-        pr[i] = probe ? gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015) : 0;
+        pr[i] = !probe  ? 0
+                : g_bf16 ? gpt2c_cpu_gemm_bf16_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015)
+                         : gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), g_local_nt, 0.015);
     }
 }
 static double median4(double *v) {
@@ -93,7 +96,8 @@ static double median4(double *v) {
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best, double *lpk, double *lpr) {
     double t[64], lp[2 * LP_BURSTS], pr[2 * LP_BURSTS];
-    const int probe = !g_bf16 && !blas; /* only the cpu rows report it */
+    /* only the cpu rows report it; bf16 not where its GEMMs run on the AMX tiles (the probe is the pair engine's) */
+    const int probe = !blas && !(g_bf16 && gpt2c_cpu_bf16_amx_hw());
     if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev, g_pr_prev, probe), g_lp_have_prev = 1;
     int warm = 0;
     for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);
@@ -292,8 +296,9 @@ int bench_gemm(int argc, char **argv) {
     } else {
         printf("  (GFLOP/s from the median; 'best' from the fastest run; %%peak: of the cached peak, same isa and threads;\n"
                "   %%local: of the median of the peak bursts taken before that GEMM's warm-up and after its timed runs;\n"
-               "   %%probe (fp32): of the in-L2 GEMM probe taken after each burst, the same micro-kernel with nothing to\n"
-               "   miss: what the memory hierarchy leaves of the kernel; bench/gemm_hierarchy.sh splits it per shape)\n");
+               "   %%probe: of the in-L2 GEMM probe taken after each burst, the same micro-kernel (bf16: the pair engine's)\n"
+               "   with nothing to miss: what the memory hierarchy leaves of the kernel; bench/gemm_hierarchy.sh splits\n"
+               "   fp32's per shape)\n");
         if (voided)
             printf("  (%d local figure%s void (\"-\"): below the GEMM's own rate, so the bursts or probes ran in a slow "
                    "moment)\n",

@@ -22,6 +22,7 @@
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/gemm_tune.h"
 #include "kernels/kernels.h"
 
@@ -77,7 +78,9 @@ static gpt2c_status setup(gpt2c_model *m, const char *backend, int threads, run_
  * mean of the probes before and after it, neighbours in time. */
 #define PROBE_SECONDS 0.015
 static double probe_now(const run_ctx *r) {
-    return r->probe_threads > 0 ? gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), r->probe_threads, PROBE_SECONDS) : 0;
+    if (r->probe_threads <= 0) return 0;
+    return r->prec == GPT2C_FMT_BF16 ? gpt2c_cpu_gemm_bf16_probe_gflops(gpt2c_cpu_isa(), r->probe_threads, PROBE_SECONDS)
+                                     : gpt2c_cpu_gemm_probe_gflops(gpt2c_cpu_isa(), r->probe_threads, PROBE_SECONDS);
 }
 
 /* warm-up, then `trials` trials of `steps` steps inside a session */
@@ -156,7 +159,7 @@ int cmd_profile(int argc, char **argv) {
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
-        {"--no-probe", CLI_FLAG, &no_probe, "no in-L2 GEMM probe beside each trial (cpu backend, fp32 training: the matmuls' % probe)", 0, 0},
+        {"--no-probe", CLI_FLAG, &no_probe, "no in-L2 GEMM probe beside each trial (cpu backend, training: the matmuls' % probe)", 0, 0},
         {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
         {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
         {"--infer", CLI_FLAG, &infer,
@@ -237,8 +240,10 @@ int cmd_profile(int argc, char **argv) {
 
     run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32, 0};
     gpt2c_precision_parse(precision, &r.prec);
-    /* the probe is the cpu backend's fp32 micro-kernel: beside that backend's fp32 matmuls only */
-    if (!no_probe && !infer && !strcmp(bk[0], "cpu") && r.prec == GPT2C_FMT_F32 && !gpt2c_model_qweights(m))
+    /* the probe is the cpu backend's micro-kernel of the run's precision (bf16: the pair engine): beside that
+     * backend's matmuls only, and not where the bf16 GEMMs run on AMX tiles */
+    if (!no_probe && !infer && !strcmp(bk[0], "cpu") && !gpt2c_model_qweights(m) &&
+        (r.prec == GPT2C_FMT_F32 || (r.prec == GPT2C_FMT_BF16 && !gpt2c_cpu_bf16_amx_hw())))
         r.probe_threads = main_threads;
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);

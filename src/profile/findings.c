@@ -18,7 +18,7 @@ const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
     return S_mean(s, g, F_AI) < gpt2c_prof_compute_roof(s, g) / s->peak.mem_gbs ? "memory-bound" : "compute-bound";
 }
 
-#define GPT2C_PROF_PROBE_SLOW 0.75 /* the probe below this share of the FMA peak: a slow machine */
+#define GPT2C_PROF_PROBE_SLOW 0.75 /* the probe below this share of its peak (FMA, or the bf16 roof): a slow machine */
 #define GPT2C_PROF_PROBE_GOOD 85.0 /* matmuls at this % of the probe or more: the hierarchy costs little */
 #define GPT2C_PROF_SMALL_GEMM_MFLOP 20.0 /* below this per call (the probe's product: 12.6), overheads dominate */
 
@@ -31,10 +31,14 @@ static double pct(const gpt2c_profile_session *s, int g) {
     return S_have(s, g, F_MS) && S_mean(s, G_STEP, F_MS) > 0 ? 100 * S_mean(s, g, F_MS) / S_mean(s, G_STEP, F_MS) : 0;
 }
 
+double gpt2c_prof_probe_roof(const gpt2c_profile_session *s) {
+    return s->bf16_matmuls && s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops;
+}
+
 double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s) {
     if (!S_have(s, G_STEP, F_PROBE) || !s->have_peak || s->peak_device || s->peak.threads < 1 || s->probe_threads < 1) return 0;
     const int th = s->probe_threads < s->peak.threads ? s->probe_threads : s->peak.threads;
-    return S_mean(s, G_STEP, F_PROBE) / (s->peak.gflops * th / s->peak.threads);
+    return S_mean(s, G_STEP, F_PROBE) / (gpt2c_prof_probe_roof(s) * th / s->peak.threads);
 }
 
 /* The matmuls against the in-L2 GEMM probe taken beside each trial: the share
@@ -57,7 +61,7 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
     const double share = gpt2c_prof_probe_peak_share(s);
     const int slow_machine = share > 0 && share < GPT2C_PROF_PROBE_SLOW;
     char at_peak[96] = "", why[512] = "";
-    if (share > 0) snprintf(at_peak, sizeof at_peak, "; probe at %.0f%% of the fp32 peak", 100 * share);
+    if (share > 0) snprintf(at_peak, sizeof at_peak, "; probe at %.0f%% of the %s peak", 100 * share, s->bf16_matmuls ? "bf16" : "fp32");
     if (slow_machine)
         snprintf(why, sizeof why, "cache-using code ran slowly here (a neighbour on the core, or a lower clock) -> compare GEMMs by %% probe, "
                                   "and only runs whose probes agree%s", pct < GPT2C_PROF_PROBE_GOOD ? "; " : "");
@@ -68,8 +72,9 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
         snprintf(why + k, sizeof why - k, "small GEMMs (%.1f MFLOP a call): call overhead, packing and edge tiles -> more tokens (B x T) per step",
                  mflop_call);
     else
-        snprintf(why + k, sizeof why - k, "blocking, packing and L2 traffic cost them %.0f%% -> bench/gemm_hierarchy.sh splits it per shape",
-                 100 - pct);
+        snprintf(why + k, sizeof why - k, "blocking, packing and L2 traffic cost them %.0f%% -> %s", 100 - pct,
+                 s->bf16_matmuls ? "gpt2c bench gemm --precision bf16 gives it per shape (%probe)"
+                                 : "bench/gemm_hierarchy.sh splits it per shape");
     if (n >= max) return;
     /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
     const int len = snprintf(lines[n], sizeof lines[0], "matmuls run at %.1f%% of the in-L2 GEMM probe beside each trial (%.1f-%.1f%% per op)%s: %s",

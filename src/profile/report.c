@@ -233,10 +233,12 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
         const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
         const double share = gpt2c_prof_probe_peak_share(s);
         char of_peak[80] = "";
-        if (share > 0) snprintf(of_peak, sizeof of_peak, " = %.1f%% of the fp32 peak on as many threads", 100 * share);
-        gpt2c_sb_printf(b, "%sin-L2 GEMM probe beside each trial: %.1f GFLOP/s%s (min %.1f, max %.1f; the fp32 micro-kernel on a "
+        const char *kind = s->bf16_matmuls ? "bf16" : "fp32";
+        if (share > 0) snprintf(of_peak, sizeof of_peak, " = %.1f%% of the %s peak on as many threads", 100 * share, kind);
+        gpt2c_sb_printf(b, "%sin-L2 GEMM probe beside each trial: %.1f GFLOP/s%s (min %.1f, max %.1f; the %s micro-kernel on a "
                            "product that stays in L2, %d thread%s); %% probe: a matmul's rate over it%s", pre, p->mean, of_peak,
-                        p->min, p->max, s->probe_threads, s->probe_threads == 1 ? "" : "s", post);
+                        p->min, p->max, s->bf16_matmuls ? "bf16 GEMM's" : "fp32", s->probe_threads,
+                        s->probe_threads == 1 ? "" : "s", post);
     }
     if (s->ovh_off > 0)
         gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",

@@ -115,7 +115,10 @@ double gpt2c_prof_compute_roof(const gpt2c_profile_session *s, int g);
 static inline const gpt2c_stat *S_stat(const gpt2c_profile_session *s, int g, int f) { return &s->stats[g * F_COUNT + f]; }
 static inline int S_have(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].n > 0; }
 
-/* The in-L2 GEMM probe's mean as a share of the fp32 peak on as many threads
+/* The peak the in-L2 GEMM probe is held to: the fp32 peak, or the bf16
+ * matmuls' roof in a bf16 run (the probe is then the bf16 pair engine's). */
+double gpt2c_prof_probe_roof(const gpt2c_profile_session *s);
+/* The in-L2 GEMM probe's mean as a share of that peak on as many threads
  * (the peak is taken on peak.threads; the probe may run on fewer); 0 when
  * either is missing or the peak is a device's. */
 double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s);

@@ -1,30 +1,81 @@
-/* The in-L2 GEMM probe (gemm_tune.h): the fp32 micro-kernel over a
- * 96 x 256 x 256 product whose operands stay in L2 (A and B rows in place,
- * C written), on every thread at once, each with its own operands.  It uses
- * the caches the way the GEMMs do, so it sees what slows them and a
- * register-only FMA burst does not: on the Cascade Lake VM the probe's kind
- * of loop ran at 0.58-0.70 of the FMA burst for seconds at a time, then at
- * 0.87-0.92 (bench/gemm_hierarchy.sh ... trace, BENCHMARKS.md).  The
- * micro-kernel is called directly, so the probe does not depend on the
- * blocking being tuned. */
+/* The in-L2 GEMM probes (gemm_tune.h): a micro-kernel over a 96 x 256 x 256
+ * product whose operands stay in L2 (C written), on every thread at once,
+ * each with its own operands.  It uses the caches the way the GEMMs do, so it
+ * sees what slows them and a register-only FMA burst does not: on the Cascade
+ * Lake VM the probe's kind of loop ran at 0.58-0.70 of the FMA burst for
+ * seconds at a time, then at 0.87-0.92 (bench/gemm_hierarchy.sh ... trace,
+ * BENCHMARKS.md).  The micro-kernels are called directly, so the probes do
+ * not depend on the blocking being tuned.
+ *   fp32: the fp32 micro-kernel, A and B rows read in place.
+ *   bf16: the bf16 GEMM's pair engine (gemm_bf16.h: vdpbf16ps, or FMAs on
+ *         expanded panels) on packed panels, as the bf16 GEMM runs it after
+ *         packing. */
 #include <omp.h>
 #include <stdlib.h>
 
 #include "gpt2c/core.h"
+#include "kernels/bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
 
 enum { PM = 96, PN = 256, PK = 256 }; /* multiples of every MR (6, 4) and NR (64, 16) */
 
-/* one pass over the product: for each NR-column panel of B, each MR-row tile */
-static void probe_pass(const gemm_isa_kernel *kk, const float *A, const float *B, float *C) {
-    for (int jr = 0; jr < PN; jr += kk->nr)
-        for (int ir = 0; ir < PM; ir += kk->mr)
-            kk->kern(PK, A + (size_t)ir * PK, PK, 1, B + jr, PN, C + (size_t)ir * PN + jr, PN, 0, NULL);
+/* One probe: its operands (per thread, in L2) and one pass over the product. */
+typedef struct {
+    const gemm_isa_kernel *f32;     /* fp32 probe: this kernel on rows in place */
+    const gemm_bf16_isa_kernel *bf; /* bf16 probe: this engine on packed panels */
+} probe_kind;
+
+/* words (fp32: floats) of A and B for kind k */
+static size_t a_words(const probe_kind *k) { return k->f32 ? (size_t)PM * PK : (size_t)PM * PK / 2 * gpt2c_gemm_bf16_words_per_pair(k->bf); }
+static size_t b_words(const probe_kind *k) { return k->f32 ? (size_t)PK * PN : (size_t)PK * PN / 2 * gpt2c_gemm_bf16_words_per_pair(k->bf); }
+
+/* Operands of small normal values: fp32 rows; or pair words of bf16 (each
+ * k's bf16 of 0.01 x a small integer), expanded to fp32 rows where the engine
+ * runs fp32 panels (the layout does not matter to the timing, only the
+ * sizes and the values' kind: no denormals). */
+static void fill(const probe_kind *k, uint32_t *A, uint32_t *B) {
+    const size_t na = a_words(k), nb = b_words(k);
+    for (size_t i = 0; i < na; i++) {
+        const float v = (float)(i % 17) * 0.01f + 0.01f;
+        if (k->f32 || k->bf->fp32) ((float *)A)[i] = gpt2c_bf16_round(v);
+        else A[i] = gpt2c_bf16_from_f32(v) | gpt2c_bf16_f32_bits(v);
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const float v = (float)(i % 13) * 0.01f + 0.01f;
+        if (k->f32 || k->bf->fp32) ((float *)B)[i] = gpt2c_bf16_round(v);
+        else B[i] = gpt2c_bf16_from_f32(v) | gpt2c_bf16_f32_bits(v);
+    }
 }
 
-double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
-    const gemm_isa_kernel *kk = gpt2c_cpu_gemm_kernel(isa);
+/* one pass over the product: for each NR-column panel of B, each MR-row tile */
+static void probe_pass(const probe_kind *k, const uint32_t *A, const uint32_t *B, float *C) {
+    if (k->f32) {
+        const gemm_isa_kernel *kk = k->f32;
+        for (int jr = 0; jr < PN; jr += kk->nr)
+            for (int ir = 0; ir < PM; ir += kk->mr)
+                kk->kern(PK, (const float *)A + (size_t)ir * PK, PK, 1, (const float *)B + jr, PN, C + (size_t)ir * PN + jr,
+                         PN, 0, NULL);
+        return;
+    }
+    const gemm_bf16_isa_kernel *kk = k->bf;
+    const int MR = kk->mr, NR = kk->nr, kp = PK / 2;
+    const size_t xw = (size_t)gpt2c_gemm_bf16_words_per_pair(kk);
+    for (int jr = 0; jr < PN; jr += NR) {
+        const uint32_t *b = B + (size_t)jr * kp * xw; /* panel jr / NR: kp pair rows of NR */
+        for (int ir = 0; ir < PM; ir += MR) {
+            const uint32_t *a = A + (size_t)ir * kp * xw;
+            float *c = C + (size_t)ir * PN + jr;
+            if (kk->fp32)
+                kk->fp32->kern(2 * kp, (const float *)a, 1, MR, (const float *)b, NR, c, PN, 0, NULL);
+            else
+                kk->kern(kp, a, b, c, PN, 0, NULL);
+        }
+    }
+}
+
+static double probe_run(const probe_kind *k, int threads, double seconds) {
     if (threads <= 0) threads = omp_get_num_procs();
     const double pass_flop = 2.0 * PM * PN * PK;
     int ok = 1;
@@ -32,20 +83,19 @@ double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
     double elapsed = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : passes) reduction(max : elapsed) reduction(& : ok)
     {
-        float *A = aligned_alloc(64, sizeof(float) * PM * PK), *B = aligned_alloc(64, sizeof(float) * PK * PN);
+        uint32_t *A = aligned_alloc(64, sizeof(uint32_t) * a_words(k)), *B = aligned_alloc(64, sizeof(uint32_t) * b_words(k));
         float *C = aligned_alloc(64, sizeof(float) * PM * PN);
         const int mine = A && B && C;
         if (mine) {
-            for (int i = 0; i < PM * PK; i++) A[i] = (float)(i % 17) * 0.01f;
-            for (int i = 0; i < PK * PN; i++) B[i] = (float)(i % 13) * 0.01f;
-            probe_pass(kk, A, B, C); /* warm: operands into L2 */
+            fill(k, A, B);
+            probe_pass(k, A, B, C); /* warm: operands into L2 */
         }
 #pragma omp barrier
         if (mine) {
             const uint64_t t0 = gpt2c_now_ns(), stop = t0 + (uint64_t)(seconds * 1e9);
             uint64_t t = t0;
             do {
-                for (int r = 0; r < 4; r++) probe_pass(kk, A, B, C);
+                for (int r = 0; r < 4; r++) probe_pass(k, A, B, C);
                 passes += 4;
                 t = gpt2c_now_ns();
             } while (t < stop);
@@ -56,4 +106,14 @@ double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
         free(A), free(B), free(C);
     }
     return ok && elapsed > 0 ? pass_flop * (double)passes / elapsed * 1e-9 : 0;
+}
+
+double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
+    const probe_kind k = {gpt2c_cpu_gemm_kernel(isa), NULL};
+    return probe_run(&k, threads, seconds);
+}
+
+double gpt2c_cpu_gemm_bf16_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
+    const probe_kind k = {NULL, gpt2c_cpu_gemm_bf16_kernel(isa)};
+    return probe_run(&k, threads, seconds);
 }
