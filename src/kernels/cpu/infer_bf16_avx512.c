@@ -75,7 +75,7 @@ ALWAYS_INLINE void tile4(float *out, int OC, const uint16_t *x0, int ld, const u
     for (int c = 0; c <= full; c++) {
         if (c == full && !tail) break;
         __m512i wv[4];
-        if (pf) /* the next tile's 4 rows (IC / 8 lines, contiguous after these): 4 lines per 32 channels */
+        if (pf) /* a later tile's 4 rows (IC / 8 lines, contiguous): 4 lines per 32 channels */
             for (int q = 0; q < 4; q++) {
                 if (native)
                     _mm_prefetch((const char *)(pf + (size_t)(4 * c + q) * 32), _MM_HINT_T1);
