@@ -132,6 +132,40 @@ static void check_matmul_kernels(void) {
     }
 }
 
+/* Decode-shaped fp32 matmuls (fewer than 24 rows: the dot-product tiles)
+ * give each row the bits it gets alone: a tile of several rows and outputs
+ * runs each dot product's own FMAs, tail and reduction (the AVX-512 and AVX2
+ * tiles, the portable loop), whatever N and the range's cut. */
+static void check_decode_rows_bits(void) {
+    const gpt2c_kernels *cpu = NULL;
+    CHECK_OK(gpt2c_kernels_get("cpu", &cpu));
+    if (!cpu) return;
+    const int shapes[][3] = {{8, 768, 70}, {5, 770, 33}, {4, 13, 9}, {23, 64, 37}, {2, 40, 11}, {7, 3072, 6}};
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 9, 0);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int N = shapes[si][0], IC = shapes[si][1], OC = shapes[si][2];
+        float *x = malloc(sizeof(float) * N * IC), *w = malloc(sizeof(float) * OC * IC), *b = malloc(sizeof(float) * OC);
+        float *all = malloc(sizeof(float) * N * OC), *one = malloc(sizeof(float) * OC);
+        for (int i = 0; i < N * IC; i++) x[i] = gpt2c_rng_normal(&r);
+        for (int i = 0; i < OC * IC; i++) w[i] = 0.05f * gpt2c_rng_normal(&r);
+        for (int i = 0; i < OC; i++) b[i] = gpt2c_rng_normal(&r);
+        const gpt2c_tensor W = gpt2c_tensor_f32(w, OC, IC);
+        for (int act = 0; act < 2; act++) {
+            const int cut = OC / 2 + 1; /* two ranges, an odd count of outputs in the first where OC allows */
+            cpu->matmul_infer_range(all, x, &W, b, N, IC, OC, act, 0, cut);
+            cpu->matmul_infer_range(all, x, &W, b, N, IC, OC, act, cut, OC);
+            size_t bad = 0;
+            for (int n = 0; n < N; n++) {
+                cpu->matmul_infer_range(one, x + (size_t)n * IC, &W, b, 1, IC, OC, act, 0, OC);
+                bad += memcmp(one, all + (size_t)n * OC, sizeof(float) * OC) != 0;
+            }
+            CHECK_MSG(bad == 0, "decode matmul N=%d IC=%d OC=%d act=%d: %zu rows differ from the row alone", N, IC, OC, act, bad);
+        }
+        free(x), free(w), free(b), free(all), free(one);
+    }
+}
+
 /* Prefill-shaped fp32 matmuls (>= 24 rows: the fp32 GEMM on AVX-512) keep
  * the arithmetic prefill has always had, bit for bit: each output is the bias
  * then one fused multiply-add per input channel, in order (the GELU after it
@@ -381,6 +415,7 @@ int main(void) {
     check_cache_equals_full("cpu", 1e-4, 64, 2, 2);   /* hs = 32 */
     check_cache_equals_full("cpu", 1e-4, 80, 5, 1);   /* hs = 16, C not a multiple of 32 */
     check_matmul_kernels();
+    check_decode_rows_bits();
     check_prefill_matmul_bits();
     check_sampling();
     check_bad_input();
