@@ -17,7 +17,7 @@
  * accumulator per (row, output), each the same sequence of FMAs, tail and
  * reduction as a dot product computed alone, so the bits do not depend on the
  * tiling.  RO x RN independent FMA chains instead of one: a single chain ran
- * at one FMA per latency (4 cycles), a tenth of the core's FMA rate, at every
+ * at one FMA per latency (4 cycles), an eighth of the core's FMA rate, at every
  * batch; each weight vector now also feeds RN rows.  pf: prefetch the weight
  * rows ahead (the first pass over them). */
 static inline __attribute__((always_inline)) void dots(float *out, int OC, const float *x0, const float *w0, int IC,
