@@ -96,8 +96,7 @@ static double median4(double *v) {
 static void time_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC,
                       int reps, double *med, double *best, double *lpk, double *lpr) {
     double t[64], lp[2 * LP_BURSTS], pr[2 * LP_BURSTS];
-    /* only the cpu rows report it; bf16 not where its GEMMs run on the AMX tiles (the probe is the pair engine's) */
-    const int probe = !blas && !(g_bf16 && gpt2c_cpu_bf16_amx_hw());
+    const int probe = !blas; /* only the cpu rows report it (bf16 on AMX tiles: none, the probe returns 0) */
     if (g_local_nt && !g_lp_have_prev) local_peak_phase(g_lp_prev, g_pr_prev, probe), g_lp_have_prev = 1;
     int warm = 0;
     for (double w0 = now_ms(); warm < 3 || now_ms() - w0 < 100; warm++) run_gemm(blas, op, C, A, B, N, IC, OC);

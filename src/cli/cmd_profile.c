@@ -22,7 +22,6 @@
 #include "gpt2c/model.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
-#include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/gemm_tune.h"
 #include "kernels/kernels.h"
 
@@ -240,10 +239,10 @@ int cmd_profile(int argc, char **argv) {
 
     run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32, 0};
     gpt2c_precision_parse(precision, &r.prec);
-    /* the probe is the cpu backend's micro-kernel of the run's precision (bf16: the pair engine): beside that
-     * backend's matmuls only, and not where the bf16 GEMMs run on AMX tiles */
+    /* the probe is the cpu backend's micro-kernel of the run's precision (bf16: the pair engine; none, a 0, where
+     * the bf16 GEMMs run on AMX tiles): beside that backend's matmuls only */
     if (!no_probe && !infer && !strcmp(bk[0], "cpu") && !gpt2c_model_qweights(m) &&
-        (r.prec == GPT2C_FMT_F32 || (r.prec == GPT2C_FMT_BF16 && !gpt2c_cpu_bf16_amx_hw())))
+        (r.prec == GPT2C_FMT_F32 || r.prec == GPT2C_FMT_BF16))
         r.probe_threads = main_threads;
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);

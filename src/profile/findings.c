@@ -6,8 +6,11 @@
 
 #include "profile/session.h"
 
+/* the bf16 matmuls' roof (their engine's peak), the fp32 peak where unknown */
+static double bf16_roof(const gpt2c_profile_session *s) { return s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops; }
+
 double gpt2c_prof_compute_roof(const gpt2c_profile_session *s, int g) {
-    const double pf = s->peak.gflops, pb = s->bf16_roof > 0 ? s->bf16_roof : pf;
+    const double pf = s->peak.gflops, pb = bf16_roof(s);
     if (!s->bf16_matmuls || !S_have(s, g, F_FLOPS)) return pf;
     const double f = S_mean(s, g, F_FLOPS), fb = S_have(s, g, F_BF16_FLOPS) ? S_mean(s, g, F_BF16_FLOPS) : 0;
     return f > 0 ? f / (fb / pb + (f - fb) / pf) : pf;
@@ -32,7 +35,7 @@ static double pct(const gpt2c_profile_session *s, int g) {
 }
 
 double gpt2c_prof_probe_roof(const gpt2c_profile_session *s) {
-    return s->bf16_matmuls && s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops;
+    return s->bf16_matmuls ? bf16_roof(s) : s->peak.gflops;
 }
 
 double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s) {

@@ -15,6 +15,7 @@
 
 #include "gpt2c/core.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
@@ -114,6 +115,7 @@ double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
 }
 
 double gpt2c_cpu_gemm_bf16_probe_gflops(gpt2c_isa isa, int threads, double seconds) {
+    if (gpt2c_cpu_bf16_amx_hw()) return 0; /* the bf16 GEMMs run on AMX tiles: the pair engine would not stand for them */
     const probe_kind k = {NULL, gpt2c_cpu_gemm_bf16_kernel(isa)};
     return probe_run(&k, threads, seconds);
 }

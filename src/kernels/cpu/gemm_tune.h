@@ -31,8 +31,8 @@ int gpt2c_gemm_tune_steady(const double *bursts, int n, double cached_peak, cons
  * at once for about `seconds` (gemm_probe.c); 0 if it cannot run. */
 double gpt2c_cpu_gemm_probe_gflops(gpt2c_isa isa, int threads, double seconds);
 /* The same for the bf16 GEMM's pair engine on `isa` (gpt2c_cpu_gemm_bf16_kernel:
- * vdpbf16ps, or FMAs on expanded panels) on packed panels kept in L2; not the
- * AMX tiles (a caller whose GEMMs run on them has no probe). */
+ * vdpbf16ps, or FMAs on expanded panels) on packed panels kept in L2; 0 where
+ * the bf16 GEMMs run on AMX tiles (gpt2c_cpu_bf16_amx_hw), whose rate it is not. */
 double gpt2c_cpu_gemm_bf16_probe_gflops(gpt2c_isa isa, int threads, double seconds);
 
 /* What the last autotune of a precision (bf16: 1, fp32: 0) did, one line:
