@@ -32,21 +32,16 @@ typedef struct {
 static size_t a_words(const probe_kind *k) { return k->f32 ? (size_t)PM * PK : (size_t)PM * PK / 2 * gpt2c_gemm_bf16_words_per_pair(k->bf); }
 static size_t b_words(const probe_kind *k) { return k->f32 ? (size_t)PK * PN : (size_t)PK * PN / 2 * gpt2c_gemm_bf16_words_per_pair(k->bf); }
 
-/* Operands of small normal values: fp32 rows; or pair words of bf16 (each
- * k's bf16 of 0.01 x a small integer), expanded to fp32 rows where the engine
- * runs fp32 panels (the layout does not matter to the timing, only the
- * sizes and the values' kind: no denormals). */
-static void fill(const probe_kind *k, uint32_t *A, uint32_t *B) {
-    const size_t na = a_words(k), nb = b_words(k);
-    for (size_t i = 0; i < na; i++) {
-        const float v = (float)(i % 17) * 0.01f + 0.01f;
-        if (k->f32 || k->bf->fp32) ((float *)A)[i] = gpt2c_bf16_round(v);
-        else A[i] = gpt2c_bf16_from_f32(v) | gpt2c_bf16_f32_bits(v);
-    }
-    for (size_t i = 0; i < nb; i++) {
-        const float v = (float)(i % 13) * 0.01f + 0.01f;
-        if (k->f32 || k->bf->fp32) ((float *)B)[i] = gpt2c_bf16_round(v);
-        else B[i] = gpt2c_bf16_from_f32(v) | gpt2c_bf16_f32_bits(v);
+/* An operand of n words of small normal values, 0.01 x (1 + i % mod): fp32
+ * (bf16-valued) where the kernel reads floats, else pair words of their
+ * bf16 (the layout does not matter to the timing, only the sizes and the
+ * values' kind: no denormals). */
+static void fill(const probe_kind *k, uint32_t *dst, size_t n, int mod) {
+    const int floats = k->f32 || k->bf->fp32;
+    for (size_t i = 0; i < n; i++) {
+        const float v = (float)(i % (size_t)mod) * 0.01f + 0.01f;
+        if (floats) ((float *)dst)[i] = gpt2c_bf16_round(v);
+        else dst[i] = gpt2c_bf16_from_f32(v) | gpt2c_bf16_f32_bits(v);
     }
 }
 
@@ -88,7 +83,7 @@ static double probe_run(const probe_kind *k, int threads, double seconds) {
         float *C = aligned_alloc(64, sizeof(float) * PM * PN);
         const int mine = A && B && C;
         if (mine) {
-            fill(k, A, B);
+            fill(k, A, a_words(k), 17), fill(k, B, b_words(k), 13);
             probe_pass(k, A, B, C); /* warm: operands into L2 */
         }
 #pragma omp barrier
