@@ -30,6 +30,9 @@
 
 #include <omp.h>
 #include <stdlib.h>
+#if defined(__AVX512F__)
+#include "kernels/cpu/transpose16_avx512.h"
+#endif
 
 #define ATT_PF 8 /* rows prefetched ahead while packing */
 
@@ -124,6 +127,30 @@ static void att_pack_pairs_b(uint32_t *dst, const float *src, long lds, int n, i
     }
 }
 
+/* dst[r*ldd + i] = src[i*lds + r] * (rs ? rs[r] : sc) for r < n, i < hs: a
+ * tile kept transposed (O^T, dK^T, dV^T) stored as rows.  16 x 16 blocks
+ * transposed in registers where the ISA has it (the strided loads, one
+ * cache line each, were ~13% of the forward's own time); the same products. */
+static void att_store_transposed(float *dst, long ldd, const float *src, long lds, int n, int hs, const float *rs,
+                                 float sc) {
+    int r0 = 0;
+#if defined(__AVX512F__)
+    for (; r0 + 16 <= n; r0 += 16) {
+        const __m512 s = rs ? _mm512_loadu_ps(rs + r0) : _mm512_set1_ps(sc);
+        int i0 = 0;
+        for (; i0 + 16 <= hs; i0 += 16) {
+            __m512 v[16];
+            for (int j = 0; j < 16; j++) v[j] = _mm512_mul_ps(_mm512_loadu_ps(src + (size_t)(i0 + j) * lds + r0), s);
+            transpose16(dst + (size_t)r0 * ldd + i0, ldd, v);
+        }
+        for (int r = r0; r < r0 + 16; r++)
+            for (int i = i0; i < hs; i++) dst[(size_t)r * ldd + i] = src[(size_t)i * lds + r] * (rs ? rs[r] : sc);
+    }
+#endif
+    for (int r = r0; r < n; r++)
+        for (int i = 0; i < hs; i++) dst[(size_t)r * ldd + i] = src[(size_t)i * lds + r] * (rs ? rs[r] : sc);
+}
+
 /* C (M,N) [ldc] (+)= A panels x B panels over kp pairs; M a multiple of MR,
  * N of NR; consecutive A panels as words apart, B panels bs (expanded panels:
  * the fp32 kernel over 2*kp steps) */
@@ -193,12 +220,12 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
                     att_gemm_bf16(kk, hsm, nq, kpj, vpan + (size_t)(j0 / 2) * MR * xw, (size_t)MR * kpT * xw, ppan,
                                   (size_t)NR * kpj * xw, ot, ldq, 1);
                 }
+                float inv[ATT_FQ];
                 for (int r = 0; r < qn; r++) {
-                    const float inv = 1.0f / l[r];
-                    float *dst = out + ((size_t)b * T + i0 + r) * C + h * hs;
-                    for (int i = 0; i < hs; i++) dst[i] = ot[(size_t)i * ldq + r] * inv;
+                    inv[r] = 1.0f / l[r];
                     state[(size_t)bh * T + i0 + r] = m[r] + logf(l[r]);
                 }
+                att_store_transposed(out + ((size_t)b * T + i0) * C + h * hs, C, ot, ldq, qn, hs, inv, 1.0f);
             }
         }
     }
@@ -288,17 +315,8 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                         for (int i = 0; i < hs; i++) dq[i] += tr[i] * scale;
                     }
                 }
-                for (int c = 0; c < jn; c++) {
-                    float *dk = dkb + (size_t)(j0 + c) * C3, *dv = dvb + (size_t)(j0 + c) * C3;
-                    if (c + ATT_PFW < jn)
-                        for (int i = 0; i < hs; i += 16)
-                            __builtin_prefetch(dk + (size_t)ATT_PFW * C3 + i, 1),
-                                __builtin_prefetch(dv + (size_t)ATT_PFW * C3 + i, 1);
-                    for (int i = 0; i < hs; i++) {
-                        dk[i] = dkt[(size_t)i * ldk + c] * scale;
-                        dv[i] = dvt[(size_t)i * ldk + c];
-                    }
-                }
+                att_store_transposed(dkb + (size_t)j0 * C3, C3, dkt, ldk, jn, hs, NULL, scale);
+                att_store_transposed(dvb + (size_t)j0 * C3, C3, dvt, ldk, jn, hs, NULL, 1.0f);
             }
             for (int t = 0; t < T; t++) memcpy(dqb + (size_t)t * C3, dqa + (size_t)t * hs, sizeof(float) * hs);
         }
