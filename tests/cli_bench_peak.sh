@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `gpt2c bench peak`: figures labelled (read/scale/triad streams, the memory
-# ceiling, the build), and the cache (JSON v5) keyed by CPU signature, threads
-# and build: a second run reads it, an entry of another build is not used.
+# ceiling, the build), and the cache (JSON v6) keyed by CPU signature, threads
+# and build: a second run reads it (checking its memory ceiling: one the
+# machine now beats is measured again), an entry of another build is not used.
 # Also `bench gemm`'s %probe (of the in-L2 GEMM probe), through its JSON.
 G="$1"
 D=$(mktemp -d)
@@ -30,6 +31,21 @@ grep -q '"version": 6' "$F" || fail "cache version"
 for k in '"build"' '"read"' '"scale"' '"triad"' '"update"' '"bandwidth_threads"' '"signature"'; do grep -q "$k" "$F" || fail "cache lacks $k"; done
 "$G" bench peak --threads 1 --runs 1 > "$D/b.txt" || fail "second run"
 grep -q "^source     cache" "$D/b.txt" || fail "second run did not read the cache"
+grep -q "^bw check" "$D/b.txt" || fail "a cached ceiling read without the bandwidth check"
+# a cached memory ceiling below what the machine does now (measured at a slower
+# moment) is measured again, and the cache rewritten with the faster figures
+sed -i 's/"update": [0-9.eE+-]*/"update": 0.001/; s/"read": [0-9.eE+-]*/"read": 0.001/' "$F"
+"$G" bench peak --threads 1 --runs 1 > "$D/s.txt" || fail "stale ceiling"
+grep -q "^bw check.*measured again" "$D/s.txt" || fail "a stale bandwidth ceiling was kept"
+awk '/^(update|read) bw/ {if ($3 <= 0.01) bad = 1} END {exit bad}' "$D/s.txt" || fail "stale bandwidths still reported"
+grep -q '"update": 0.001' "$F" && fail "the cache kept the stale update figure"
+# a ceiling the check does not beat stands (it only rises)
+sed -i 's/"update": [0-9.eE+-]*/"update": 1000000.0/' "$F"
+"$G" bench peak --threads 1 --runs 1 > "$D/h.txt" || fail "high ceiling"
+grep -q "^bw check.*ceiling stands" "$D/h.txt" || fail "a cached ceiling above the check was measured again"
+grep -q "^update bw *1000000.0" "$D/h.txt" || fail "the cached update ceiling was not kept"
+GPT2C_PEAK_NO_RECHECK=1 "$G" bench peak --threads 1 --runs 1 > "$D/n.txt" || fail "no recheck"
+grep -q "^bw check" "$D/n.txt" && fail "GPT2C_PEAK_NO_RECHECK=1 still checked"
 # an entry from another build (say an ASan one) must not be used
 sed -i 's/"build": "[^"]*"/"build": "OtherBuild+asan"/' "$F"
 "$G" bench peak --threads 1 --runs 1 > "$D/c.txt" || fail "third run"

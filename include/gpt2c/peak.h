@@ -40,12 +40,16 @@ typedef struct gpt2c_peak {
     char build[64];   /* the build these were measured with (part of the cache key): type, sanitizers */
     int runs;           /* runs per figure (the fastest taken) */
     int from_cache;     /* 1 if read from the cache file */
+    double bw_spot_gbs; /* from the cache: the update-stream check that ran on reading it (gpt2c_peak_get) */
+    int bw_remeasured;  /* from the cache: 1 if that check beat the cached ceiling and the bandwidths were measured again */
     char cache_path[512];
 } gpt2c_peak;
 
 /* Peaks for `threads` threads (<= 0: all cores): from the cache unless
- * `remeasure`, else measured (a few seconds) and cached.  A cache that cannot
- * be written is not an error (cache_path is then empty). */
+ * `remeasure`, else measured (a few seconds) and cached.  A cached entry's
+ * memory ceiling is checked first (a short update stream, ~0.1 s) and its
+ * bandwidths measured again if the machine now beats them (bw_remeasured).
+ * A cache that cannot be written is not an error (cache_path is then empty). */
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure);
 /* The same, measuring with `runs` runs per figure (gpt2c_peak_get: 5). */
 gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure);

@@ -52,6 +52,10 @@ int bench_peak(int argc, char **argv) {
     printf("ridge      %10.2f FLOP/byte (%s)\n", p.gflops / p.mem_gbs, p.best_isa);
     printf("source     %s%s (fastest of %d runs)\n", p.from_cache ? "cache " : "measured",
            p.from_cache ? p.cache_path : (p.cache_path[0] ? ", cached" : ", not cached"), p.runs);
+    if (p.from_cache && p.bw_spot_gbs > 0)
+        printf("bw check   %10.1f GB/s  (update stream now, against the cache: %s)\n", p.bw_spot_gbs,
+               p.bw_remeasured ? "faster, so the bandwidths were measured again and the cache rewritten"
+                               : "within 5% or slower, the cached ceiling stands");
     return 0;
 }
 

@@ -107,6 +107,26 @@ void gpt2c_peak_set_mem(gpt2c_peak *o) {
         if (g[k] > o->mem_gbs) o->mem_gbs = g[k];
 }
 
+double gpt2c_peak_update_spot(int mib) {
+    const int threads = omp_get_num_procs();
+    const size_t bytes = (size_t)(mib > 0 ? mib : 256) << 20, n = bytes / sizeof(float);
+    float *x = alloc_probe(bytes);
+    if (!x) return 0;
+#pragma omp parallel num_threads(threads)
+    { /* first touch by the thread that streams each part */
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
+        for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f;
+    }
+    double best = 0;
+    for (int r = 0; r < 2; r++) {
+        const double g = run_kernel(K_UPDATE, NULL, NULL, x, n, threads, 2);
+        if (g > best) best = g;
+    }
+    free(x);
+    return best;
+}
+
 gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
     const int threads = omp_get_num_procs();
     const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();

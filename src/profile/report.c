@@ -221,7 +221,8 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     else if (s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks: %.1f GFLOP/s fp32 (%s, %d threads), memory %.1f GB/s (read stream %.1f; %d threads) (%s)%s", pre,
                   s->peak.gflops, s->peak.best_isa, s->peak.threads, s->peak.mem_gbs, s->peak.read_gbs, s->peak.bw_threads,
-                  s->peak.from_cache ? "cached" : "measured now", post);
+                  s->peak.bw_remeasured ? "cached; bandwidths measured again now: the cached ones were below the machine's"
+                  : s->peak.from_cache ? "cached" : "measured now", post);
     if (s->have_peak && s->bf16_matmuls && !s->peak_device)
         gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
                         s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops,
