@@ -1,4 +1,4 @@
-/* The profile's in-L2 GEMM probe findings on hand-made statistics: the
+/* The profile's in-L2 GEMM probe findings (and the bf16 bound, last) on hand-made statistics: the
  * matmuls' FLOP-weighted % probe, the probe's share of the fp32 peak (a bf16
  * run's: of the bf16 roof) on as many threads (a probe on 1 thread against a
  * 2-thread peak is not a slow machine), and which diagnosis each case gets.  The numbers are round so the
@@ -23,6 +23,14 @@ static void matmuls(gpt2c_profile_session *s, double probe) {
     }
     set(s, G_STEP, F_PROBE, probe);
     set(s, G_STEP, F_PCT_PROBE, 100 * 8e9 / 60e6 / probe); /* all matmuls: 133.3 GFLOP/s over the probe */
+}
+
+/* the finding containing `what`, or NULL */
+static const char *find_line(gpt2c_profile_session *s, char lines[][512], int n, const char *what) {
+    n = gpt2c_prof_findings(s, lines, n);
+    for (int i = 0; i < n; i++)
+        if (strstr(lines[i], what)) return lines[i];
+    return NULL;
 }
 
 /* the probe finding's line, or NULL */
@@ -94,6 +102,24 @@ int main(void) {
     s.bf16_roof = 0;
     CHECK(NEAR(gpt2c_prof_probe_peak_share(&s), 200.0 / 220));
     s.bf16_matmuls = 0;
+
+    /* the bf16 bound: a step of 100 ms whose matmuls (8 GFLOP, 60 ms: 133 GFLOP/s) run on a 400 GFLOP/s bf16
+     * roof (33%); the other 40 ms (optimizer 25, attention core 5, the rest 10) stay, so at the roof the step
+     * would take 40 + 8e9 / 400e9 s = 60 ms: 0.60x.  Not said for fp32, nor without a peak. */
+    matmuls(&s, 200);
+    set(&s, G_STEP, F_MS, 100);
+    set(&s, G_PHASE0 + GPT2C_PHASE_OPTIMIZER, F_MS, 25);
+    set(&s, G_OP0 + GPT2C_OP_ATTENTION, F_MS, 5);
+    s.bf16_matmuls = 1, s.bf16_roof = 400;
+    const char *b = find_line(&s, lines, 16, "bf16 bound:");
+    CHECK(b && strstr(b, "the matmuls are 60.0% of the step (60.0 ms at 133 GFLOP/s, 33% of the bf16 roof)"));
+    CHECK(b && strstr(b, "the other 40.0 ms (optimizer 25.0, attention core 5.0, the rest 10.0)"));
+    CHECK(b && strstr(b, "would still take 60.0 ms (0.60x of now)"));
+    s.bf16_matmuls = 0;
+    CHECK(find_line(&s, lines, 16, "bf16 bound:") == NULL);
+    s.bf16_matmuls = 1, s.have_peak = 0;
+    CHECK(find_line(&s, lines, 16, "bf16 bound:") == NULL);
+    s.bf16_matmuls = 0, s.have_peak = 1, s.bf16_roof = 0;
 
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;

@@ -85,6 +85,33 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
     if (len > 0) *np = n + 1;
 }
 
+/* bf16 precision shortens the matmuls only (their products on bf16
+ * operands); the optimizer (fp32 master weights and moments, plus the bf16
+ * copies), the attention's softmax, the norms and the pointwise ops run as
+ * in fp32.  So the step has a floor whatever the matmuls do: the rest of the
+ * step plus the matmuls' FLOPs at the bf16 roof.  Says how far that is, so a
+ * bf16/fp32 ratio above 0.5 reads as what it is. */
+static void bf16_bound(const gpt2c_profile_session *s, char lines[][512], int max, int *np) {
+    int n = *np;
+    const double step = S_mean(s, G_STEP, F_MS);
+    if (!s->bf16_matmuls || !s->have_peak || s->peak_device || !(step > 0)) return;
+    double mm_ms = 0, mm_flops = 0;
+    for (int o = 0; o < GPT2C_OP_COUNT; o++)
+        if (gpt2c_op_is_matmul((gpt2c_op)o) && S_have(s, G_OP0 + o, F_MS) && S_have(s, G_OP0 + o, F_FLOPS))
+            mm_ms += S_mean(s, G_OP0 + o, F_MS), mm_flops += S_mean(s, G_OP0 + o, F_FLOPS);
+    const double roof = bf16_roof(s), rest = step - mm_ms;
+    if (!(mm_ms > 0) || !(mm_flops > 0) || !(roof > 0) || rest < 0) return;
+    const int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER, core = G_OP0 + GPT2C_OP_ATTENTION;
+    const double opt_ms = S_have(s, opt, F_MS) ? S_mean(s, opt, F_MS) : 0, att_ms = S_have(s, core, F_MS) ? S_mean(s, core, F_MS) : 0;
+    const double floor_ms = rest + mm_flops / (roof * 1e6);
+    ADD("bf16 bound: the matmuls are %.1f%% of the step (%.1f ms at %.0f GFLOP/s, %.0f%% of the bf16 roof); the other %.1f ms "
+        "(optimizer %.1f, attention core %.1f, the rest %.1f) gain little or nothing from bf16 -> with every matmul at the "
+        "roof this step would still take %.1f ms (%.2fx of now): below that, only those ops can give",
+        100 * mm_ms / step, mm_ms, mm_flops / (mm_ms * 1e6), 100 * mm_flops / (mm_ms * 1e6) / roof, rest, opt_ms, att_ms,
+        rest - opt_ms - att_ms > 0 ? rest - opt_ms - att_ms : 0, floor_ms, floor_ms / step);
+    *np = n;
+}
+
 int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
     int n = 0;
     double step = S_mean(s, G_STEP, F_MS);
@@ -110,6 +137,7 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             ADD("%s is the top op: %.1f%% of the step", gpt2c_op_name((gpt2c_op)top), pct(s, g));
     }
     gemm_vs_probe(s, lines, max, &n);
+    bf16_bound(s, lines, max, &n);
     int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER;
     if (pct(s, opt) > 5)
         ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW with the gradient zeroed in the same pass, %s) -> fewer passes over the slabs (the grad norm reads every gradient once more) or fewer bytes (bf16 moments)",
