@@ -6,8 +6,8 @@
  * of a query do not depend on how the tasks are split into ranges (prefill
  * in any chunking and decode agree bit for bit).  The bf16 cache: kv_write_bf16
  * (cpu = ref bit for bit, nearest-even rounding), and attention over it equals
- * the fp32 kernel over the same values widened, bit for bit, and ref within
- * the same tolerance. */
+ * the fp32 kernel over the same values widened, bit for bit (in ranges of 4
+ * tasks, of 64 and all of them), and ref within the same tolerance. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +116,15 @@ static void check_bf16_case(const gpt2c_kernels *cpu, const gpt2c_kernels *ref, 
     printf("  bf16 cache B=%d Tq=%d ctx=%d C=%d NH=%d: max relative error %.2g against ref\n", B, Tq, ctx, C, NH, worst);
     CHECK(worst < 1e-5);
     CHECK(memcmp(got, gotf, sizeof(float) * (size_t)B * Tq * C) == 0); /* = the fp32 kernel on the widened values */
+    /* ranges of 64 tasks and all of them: the same bits (a query's arithmetic does not depend on the range) */
+    for (long step = 64; step <= tasks; step = step < tasks ? tasks : tasks + 1) {
+        memset(got, 0, sizeof(float) * (size_t)B * Tq * C);
+        for (long t0 = 0; t0 < tasks; t0 += step)
+            cpu->attention_kv_bf16_range(got, q, qs, k16, v16, pos, B, Tq, ctx, C, NH, t0, t0 + step < tasks ? t0 + step : tasks);
+        CHECK_MSG(memcmp(got, gotf, sizeof(float) * (size_t)B * Tq * C) == 0,
+                  "bf16 cache B=%d Tq=%d ctx=%d C=%d NH=%d, ranges of %ld tasks: not the widened fp32 kernel's bits", B, Tq,
+                  ctx, C, NH, step);
+    }
     free(qkv), free(k16), free(v16), free(k16r), free(v16r), free(kf), free(vf), free(want), free(got), free(gotf), free(q);
 }
 
