@@ -149,15 +149,18 @@ static int claim_split(gpt2c_stage_ctr *c, int n, int tid, int *stealing) {
 static int nchunks(long total, int step) { return (int)((total + step - 1) / step); }
 
 /* Outputs per chunk of a matmul stage.  Few rows: 64.  Many rows (an fp32,
- * bf16 or quantized weight): each chunk is a GEMM over all the rows, whose
- * packing of the input is amortized over more outputs (64-wide chunks ran
- * the bf16 GEMM ~20% slower than 128-256 on GPT-2's shapes), up to 256 wide
- * while each thread still gets ~3 chunks (dynamic claiming evens out a
- * preempted one).  Each output's arithmetic does not depend on its chunk. */
+ * bf16 or quantized weight): each chunk is a GEMM over all the rows, which
+ * packs the whole input again, so the fewer chunks the better: two per thread
+ * (dynamic claiming still evens out a preempted one).  Zen 4, 2 threads,
+ * prefill of GPT-2 124M (bench generate, alternated with the previous build):
+ * against chunks of at most 256 outputs (3 per thread) this ran bf16 P=128
+ * 1.06x and P=512 1.05x faster, fp32 1.04-1.06x (one chunk per thread gained
+ * 1-3% more in one process, with no slack for a preempted thread).  Each
+ * output's arithmetic does not depend on its chunk (logits bit for bit). */
 static int matmul_step(int n, int OC, gpt2c_format f, int nth) {
     if (n < GPT2C_INFER_GEMM_ROWS || (f != GPT2C_FMT_F32 && f != GPT2C_FMT_BF16 && !gpt2c_format_is_quantized(f))) return MM_CHUNK;
-    int step = OC / (3 * nth) / MM_CHUNK * MM_CHUNK;
-    return step < MM_CHUNK ? MM_CHUNK : step > 4 * MM_CHUNK ? 4 * MM_CHUNK : step;
+    const int step = OC / (2 * nth) / MM_CHUNK * MM_CHUNK;
+    return step < MM_CHUNK ? MM_CHUNK : step;
 }
 
 /* rows [r0, r1) of src (IC wide) into s->xbf in the table's form (kernels/bf16_rows.h) */
