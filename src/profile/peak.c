@@ -387,8 +387,7 @@ int gpt2c_peak_cached(int threads, gpt2c_peak *out) {
 static void recheck_bandwidth(gpt2c_peak *p, int runs, const char *path, const char *dir) {
     const char *e = getenv("GPT2C_PEAK_NO_RECHECK");
     if (e && strcmp(e, "0") != 0) return;
-    const char *mib = getenv("GPT2C_PEAK_ARRAY_MIB");
-    p->bw_spot_gbs = gpt2c_peak_update_spot(mib && atoi(mib) >= 1 && atoi(mib) <= 4096 ? atoi(mib) : p->bw_mib);
+    p->bw_spot_gbs = gpt2c_peak_update_spot(p->bw_mib);
     if (p->bw_spot_gbs <= 1.05 * p->update_gbs) return;
     gpt2c_peak m = *p;
     if (gpt2c_peak_measure_bw(runs, &m) != GPT2C_OK) return; /* (no memory for the probes: the cached figures stand) */

@@ -107,17 +107,29 @@ void gpt2c_peak_set_mem(gpt2c_peak *o) {
         if (g[k] > o->mem_gbs) o->mem_gbs = g[k];
 }
 
-double gpt2c_peak_update_spot(int mib) {
-    const int threads = omp_get_num_procs();
-    const size_t bytes = (size_t)(mib > 0 ? mib : 256) << 20, n = bytes / sizeof(float);
-    float *x = alloc_probe(bytes);
-    if (!x) return 0;
+/* x[i] = v, each part first touched by the thread that streams it (run_kernel's chunks) */
+static void first_touch(float *x, float v, size_t n, int threads) {
 #pragma omp parallel num_threads(threads)
-    { /* first touch by the thread that streams each part */
+    {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         const size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
-        for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f;
+        for (size_t i = lo; i < lo + chunk; i++) x[i] = v;
     }
+}
+
+/* GPT2C_PEAK_ARRAY_MIB: another size for every probe array (tests keep them
+ * small; the figure is then not a memory one); else `bytes` */
+static size_t probe_bytes(size_t bytes) {
+    const char *e = getenv("GPT2C_PEAK_ARRAY_MIB");
+    return e && atoi(e) >= 1 && atoi(e) <= 4096 ? (size_t)atoi(e) << 20 : bytes;
+}
+
+double gpt2c_peak_update_spot(int mib) {
+    const int threads = omp_get_num_procs();
+    const size_t bytes = probe_bytes((size_t)(mib > 0 ? mib : 256) << 20), n = bytes / sizeof(float);
+    float *x = alloc_probe(bytes);
+    if (!x) return 0;
+    first_touch(x, 1.0f, n, threads);
     double best = 0;
     for (int r = 0; r < 2; r++) {
         const double g = run_kernel(K_UPDATE, NULL, NULL, x, n, threads, 2);
@@ -135,21 +147,14 @@ gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
     size_t bytes = (size_t)8 * (size_t)(cs->l3 > 0 ? cs->l3 : 32l << 20) * (size_t)inst;
     if (bytes < ((size_t)256 << 20)) bytes = (size_t)256 << 20;
     if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
-    /* GPT2C_PEAK_ARRAY_MIB: another size (tests keep them small; the figure is then not a memory one) */
-    const char *e = getenv("GPT2C_PEAK_ARRAY_MIB");
-    if (e && atoi(e) >= 1 && atoi(e) <= 4096) bytes = (size_t)atoi(e) << 20;
+    bytes = probe_bytes(bytes);
     const size_t n = bytes / sizeof(float);
     float *x = alloc_probe(bytes), *y = alloc_probe(bytes), *z = alloc_probe(bytes);
     if (!x || !y || !z) {
         free(x), free(y), free(z);
         return gpt2c_fail(GPT2C_ERR_NOMEM, "peak bandwidth probe: cannot allocate 3 x %zu MiB", bytes >> 20);
     }
-#pragma omp parallel num_threads(threads)
-    { /* first touch by the thread that streams each part */
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const size_t chunk = (n / (size_t)nt) & ~(size_t)63, lo = (size_t)t * chunk;
-        for (size_t i = lo; i < lo + chunk; i++) x[i] = 1.0f, y[i] = 2.0f, z[i] = 0.0f;
-    }
+    first_touch(x, 1.0f, n, threads), first_touch(y, 2.0f, n, threads), first_touch(z, 0.0f, n, threads);
     double g[K_COUNT][32];
     for (int r = 0; r < runs; r++) /* interleaved, so a slow moment hits all four alike */
         for (int k = 0; k < K_COUNT; k++) g[k][r] = run_kernel(k, x, y, z, n, threads, k == K_READ ? 4 : 2);

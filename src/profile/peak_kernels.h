@@ -44,8 +44,9 @@ void gpt2c_peak_update_avx2(float *x, float s, size_t n);
  * (all cores; median of `runs`). */
 gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o);
 /* The in-place update stream's GB/s on all cores over one array of `mib`
- * MiB, the faster of two double passes: a quick check of a cached memory
- * ceiling (~0.1 s at 256 MiB). */
+ * MiB (GPT2C_PEAK_ARRAY_MIB overrides it, as for the probes above), the
+ * faster of two double passes: a quick check of a cached memory ceiling
+ * (~0.1 s at 256 MiB). */
 double gpt2c_peak_update_spot(int mib);
 /* mem_gbs = the best of the four streams */
 void gpt2c_peak_set_mem(gpt2c_peak *o);
