@@ -5,7 +5,8 @@
  * decode, contexts longer than any score buffer would hold; and the values
  * of a query do not depend on how the tasks are split into ranges (prefill
  * in any chunking and decode agree bit for bit).  The bf16 cache: kv_write_bf16
- * (cpu = ref bit for bit, nearest-even rounding), and attention over it equals
+ * (cpu = ref bit for bit, nearest-even rounding; kv_write too, on ragged shapes
+ * and head ranges), and attention over it equals
  * the fp32 kernel over the same values widened, bit for bit (in ranges of 4
  * tasks, of 64 and all of them), and ref within the same tolerance. */
 #include <math.h>
@@ -70,6 +71,39 @@ static void check_case(attn_fn cpu, attn_fn ref, int B, int Tq, int ctx, int C, 
     free(q), free(kc), free(vc), free(want), free(got), free(got2);
 }
 
+/* kv_write and kv_write_bf16 of the cpu table = ref's, byte for byte over the
+ * whole caches (filled with a pattern first, so a write outside the positions
+ * or heads asked for shows): token counts around the 16 x 16 transposes,
+ * head sizes that are not multiples of 16, a range of heads, sequences at
+ * their own positions, and the values bf16 rounding must get right. */
+static void check_kv_write(const gpt2c_kernels *cpu, const gpt2c_kernels *ref, int B, int Tq, int ctx, int C, int NH,
+                           const int *pos, int h0, int h1) {
+    const size_t qs = (size_t)3 * C, cache = (size_t)B * C * ctx, nq = (size_t)B * Tq * qs;
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, 13, (uint64_t)(B * 131 + Tq * 7 + ctx + C + h0));
+    float *qkv = malloc(sizeof(float) * nq);
+    for (size_t i = 0; i < nq; i++) qkv[i] = 3.0f * gpt2c_rng_normal(&r);
+    const float special[] = {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 1e-40f, -3e-39f, 3.4e38f, 1.0f + 1.0f / 256,
+                             1.0f + 3.0f / 256, -(1.0f + 1.0f / 256)};
+    for (size_t i = 0; i < nq; i += 7) qkv[i] = special[(i / 7) % (sizeof special / sizeof special[0])];
+    float *kf = malloc(sizeof(float) * cache), *vf = malloc(sizeof(float) * cache);
+    float *kfr = malloc(sizeof(float) * cache), *vfr = malloc(sizeof(float) * cache);
+    uint16_t *k16 = malloc(2 * cache), *v16 = malloc(2 * cache), *k16r = malloc(2 * cache), *v16r = malloc(2 * cache);
+    for (size_t i = 0; i < cache; i++) {
+        kf[i] = kfr[i] = vf[i] = vfr[i] = (float)(i % 977) - 0.5f;
+        k16[i] = k16r[i] = v16[i] = v16r[i] = (uint16_t)(0x1234 + i % 4099);
+    }
+    cpu->kv_write(kf, vf, qkv, pos, B, Tq, ctx, C, NH, h0, h1);
+    ref->kv_write(kfr, vfr, qkv, pos, B, Tq, ctx, C, NH, h0, h1);
+    cpu->kv_write_bf16(k16, v16, qkv, pos, B, Tq, ctx, C, NH, h0, h1);
+    ref->kv_write_bf16(k16r, v16r, qkv, pos, B, Tq, ctx, C, NH, h0, h1);
+    CHECK_MSG(memcmp(kf, kfr, sizeof(float) * cache) == 0 && memcmp(vf, vfr, sizeof(float) * cache) == 0,
+              "kv_write B=%d Tq=%d ctx=%d C=%d NH=%d heads [%d, %d): cpu != ref", B, Tq, ctx, C, NH, h0, h1);
+    CHECK_MSG(memcmp(k16, k16r, 2 * cache) == 0 && memcmp(v16, v16r, 2 * cache) == 0,
+              "kv_write_bf16 B=%d Tq=%d ctx=%d C=%d NH=%d heads [%d, %d): cpu != ref", B, Tq, ctx, C, NH, h0, h1);
+    free(qkv), free(kf), free(vf), free(kfr), free(vfr), free(k16), free(v16), free(k16r), free(v16r);
+}
+
 typedef void (*attn16_fn)(float *, const float *, size_t, const uint16_t *, const uint16_t *, const int *, int, int,
                           int, int, int, long, long);
 
@@ -89,8 +123,8 @@ static void check_bf16_case(const gpt2c_kernels *cpu, const gpt2c_kernels *ref, 
     qkv[C] = 1.0f + 1.0f / 256; /* a tie halfway between two bf16 values: rounds to even (1.0) */
     qkv[C + 1] = 1.0f + 3.0f / 256; /* ... and to even upwards (1 + 4/256) */
     int zero[8] = {0};
-    cpu->kv_write_bf16(k16, v16, qkv, zero, B, ctx, ctx, C, NH);
-    ref->kv_write_bf16(k16r, v16r, qkv, zero, B, ctx, ctx, C, NH);
+    cpu->kv_write_bf16(k16, v16, qkv, zero, B, ctx, ctx, C, NH, 0, NH);
+    ref->kv_write_bf16(k16r, v16r, qkv, zero, B, ctx, ctx, C, NH, 0, NH);
     CHECK(memcmp(k16, k16r, cache * 2) == 0 && memcmp(v16, v16r, cache * 2) == 0);
     CHECK(k16[0] == 0x3F80 && k16[ctx] == 0x3F82); /* the two ties above, key channels 0 and 1 of token 0 */
     CHECK(k16[1] == gpt2c_f32_to_bf16(qkv[qs + C]) && v16[0] == gpt2c_f32_to_bf16(qkv[2 * C]));
@@ -143,6 +177,13 @@ int main(void) {
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 8, 300, 128, 2, pedge);
     const int plong[1] = {4999};
     check_case(cpu->attention_kv_range, ref->attention_kv_range, 1, 2, 5003, 128, 2, plong); /* beyond 4096 keys */
+    /* the cache writes: prefill blocks and tails, decode, ragged head sizes, head ranges */
+    const int pw[3] = {0, 21, 5};
+    check_kv_write(cpu, ref, 1, 512, 600, 768, 12, p0, 0, 12); /* GPT-2's heads, whole transposes */
+    check_kv_write(cpu, ref, 3, 37, 80, 96, 2, pw, 0, 2);      /* hs 48, token tails, positions */
+    check_kv_write(cpu, ref, 2, 1, 40, 64, 1, pw, 0, 1);       /* decode */
+    check_kv_write(cpu, ref, 2, 19, 60, 60, 2, pw, 1, 2);      /* hs 30, one head of two */
+    check_kv_write(cpu, ref, 1, 33, 64, 240, 3, pw, 1, 3);     /* hs 80 */
     /* a bf16 cache: masked head sizes, batches at positions, tiles with tails, decode */
     check_bf16_case(cpu, ref, 1, 37, 48, 96, 2, p0);
     check_bf16_case(cpu, ref, 4, 9, 96, 64, 1, p1);

@@ -362,14 +362,17 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                     break;
                 }
                 case GPT2C_STAGE_ATTENTION: {
-                    /* the new keys and values into the cache, one sequence per chunk; then attention per head */
-                    STAGE(nb, bs->op, l, ((op_cost){0, (4.0 + kv_es) * 2 * n * C}), {
+                    /* the new keys and values into the cache, a chunk per head of a prefill's sequence (so
+                     * the threads share it) or per decoded sequence; then attention per head */
+                    const int kv_heads = Tq >= 8 ? 1 : NH, kv_groups = NH / kv_heads;
+                    STAGE(nb * kv_groups, bs->op, l, ((op_cost){0, (4.0 + kv_es) * 2 * n * C}), {
+                        const int b = chunk / kv_groups, h0 = chunk % kv_groups * kv_heads;
                         if (kc16)
-                            k->kv_write_bf16(kc16 + SEQ(chunk) * seq_floats, vc16 + SEQ(chunk) * seq_floats,
-                                             in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+                            k->kv_write_bf16(kc16 + SEQ(b) * seq_floats, vc16 + SEQ(b) * seq_floats,
+                                             in + (size_t)b * Tq * 3 * C, pos + b, 1, Tq, s->ctx, C, NH, h0, h0 + kv_heads);
                         else
-                            k->kv_write(kc + SEQ(chunk) * seq_floats, vc + SEQ(chunk) * seq_floats,
-                                        in + (size_t)chunk * Tq * 3 * C, pos + chunk, 1, Tq, s->ctx, C, NH);
+                            k->kv_write(kc + SEQ(b) * seq_floats, vc + SEQ(b) * seq_floats, in + (size_t)b * Tq * 3 * C,
+                                        pos + b, 1, Tq, s->ctx, C, NH, h0, h0 + kv_heads);
                     });
                     const int att_step = Tq > 1 ? 4 : 1; /* tasks (b, t, h) per chunk */
                     /* decode: each thread its own half of the (sequence, head) tasks, whose caches are contiguous */

@@ -166,10 +166,13 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *out, const float *inp, const gpt2c_tensor *w, const float *bias, int N, int IC, int OC, int act,      \
        int o0, int o1),                                                                                             \
       (out, inp, w, bias, N, IC, OC, act, o0, o1))                                                                  \
-    /* Writes the keys and values of Tq new tokens of each of B sequences into the                                  \
-     * caches at positions pos[b] .. pos[b]+Tq-1.  qkv (B,Tq,3C): q|k|v per token. */                               \
-    X(void, kv_write, (float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH), \
-      (kc, vc, qkv, pos, B, Tq, ctx, C, NH))                                                                        \
+    /* Writes the keys and values of Tq new tokens of each of B sequences, heads                                    \
+     * [h0, h1) of each, into the caches at positions pos[b] .. pos[b]+Tq-1 (so a                                   \
+     * prefill's heads can be written in parallel).  qkv (B,Tq,3C): q|k|v per token. */                             \
+    X(void, kv_write,                                                                                               \
+      (float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH, int h0,        \
+       int h1),                                                                                                     \
+      (kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1))                                                                \
     /* Attention against the cache, tasks [t0, t1) of the B*NH*Tq tasks                                             \
      * task = (b*NH + h)*Tq + t: query t of sequence b (at position pos[b]+t), head h,                              \
      * attends causally to cached tokens 0 .. pos[b]+t.  q: row (b,t) at                                            \
@@ -182,8 +185,9 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
     /* The same two over a bf16 KV cache (gpt2c_kv_cache, gpt2c/infer.h): same layout, keys and values                \
      * rounded to bf16 (nearest even) as they are written, widened to fp32 as attention reads them. */              \
     X(void, kv_write_bf16,                                                                                          \
-      (uint16_t * kc, uint16_t * vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH),      \
-      (kc, vc, qkv, pos, B, Tq, ctx, C, NH))                                                                        \
+      (uint16_t * kc, uint16_t * vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,       \
+       int h0, int h1),                                                                                             \
+      (kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1))                                                                \
     X(void, attention_kv_bf16_range,                                                                                \
       (float *out, const float *q, size_t qstride, const uint16_t *kc, const uint16_t *vc, const int *pos, int B,   \
        int Tq, int ctx, int C, int NH, long t0, long t1),                                                           \

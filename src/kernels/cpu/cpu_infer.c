@@ -8,6 +8,7 @@
 #include "gpt2c/cpu.h"
 #include "gpt2c/dtype.h"
 #include "gpt2c/quant.h"
+#include "kernels/bf16.h"
 #include "kernels/bf16_rows.h"
 #include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/cpu_infer.h"
@@ -94,34 +95,55 @@ static void cpu_matmul_infer_range(float *out, const float *inp, const gpt2c_ten
     matmul_portable(out, inp, w, bias, N, IC, OC, act, o0, o1);
 }
 
-/* As gpt2c_ref_kv_write, looping so the transposed key rows are written contiguously. */
-static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
-                         int NH) {
+/* As gpt2c_ref_kv_write (heads [h0, h1) of each sequence): on AVX-512 its
+ * register-transposing version (kv_write_avx512.c), else looping so the
+ * transposed key rows are written contiguously; the same values either way. */
+static void kv_write_portable(void *kc, void *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
+                              int NH, int h0, int h1, int bf16) {
     const int hs = C / NH;
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            float *K = kc + ((size_t)b * NH + h) * hs * ctx + pos[b], *V = vc + (((size_t)b * NH + h) * ctx + pos[b]) * hs;
+        for (int h = h0; h < h1; h++) {
+            const size_t kp = ((size_t)b * NH + h) * hs * ctx + pos[b], vp = (((size_t)b * NH + h) * ctx + pos[b]) * hs;
             const float *src = qkv + (size_t)b * Tq * 3 * C + h * hs;
             for (int i = 0; i < hs; i++)
-                for (int t = 0; t < Tq; t++) K[(size_t)i * ctx + t] = src[(size_t)t * 3 * C + C + i];
+                for (int t = 0; t < Tq; t++) {
+                    const float x = src[(size_t)t * 3 * C + C + i];
+                    if (bf16)
+                        ((uint16_t *)kc)[kp + (size_t)i * ctx + t] = gpt2c_bf16_from_f32(x);
+                    else
+                        ((float *)kc)[kp + (size_t)i * ctx + t] = x;
+                }
             for (int t = 0; t < Tq; t++)
-                for (int i = 0; i < hs; i++) V[(size_t)t * hs + i] = src[(size_t)t * 3 * C + 2 * C + i];
+                for (int i = 0; i < hs; i++) {
+                    const float x = src[(size_t)t * 3 * C + 2 * C + i];
+                    if (bf16)
+                        ((uint16_t *)vc)[vp + (size_t)t * hs + i] = gpt2c_bf16_from_f32(x);
+                    else
+                        ((float *)vc)[vp + (size_t)t * hs + i] = x;
+                }
         }
+}
+
+static void kv_write_any(void *kc, void *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                         int h0, int h1, int bf16) {
+#if defined(__x86_64__)
+    if (use_avx512) {
+        gpt2c_cpu_kv_write_avx512(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, bf16);
+        return;
+    }
+#endif
+    kv_write_portable(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, bf16);
+}
+
+static void cpu_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                         int h0, int h1) {
+    kv_write_any(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, 0);
 }
 
 /* The same into a bf16 cache, each value rounded to nearest even (as gpt2c_ref_kv_write_bf16). */
 static void cpu_kv_write_bf16(uint16_t *kc, uint16_t *vc, const float *qkv, const int *pos, int B, int Tq, int ctx,
-                              int C, int NH) {
-    const int hs = C / NH;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) {
-            uint16_t *K = kc + ((size_t)b * NH + h) * hs * ctx + pos[b], *V = vc + (((size_t)b * NH + h) * ctx + pos[b]) * hs;
-            const float *src = qkv + (size_t)b * Tq * 3 * C + h * hs;
-            for (int i = 0; i < hs; i++)
-                for (int t = 0; t < Tq; t++) K[(size_t)i * ctx + t] = gpt2c_f32_to_bf16(src[(size_t)t * 3 * C + C + i]);
-            for (int t = 0; t < Tq; t++)
-                for (int i = 0; i < hs; i++) V[(size_t)t * hs + i] = gpt2c_f32_to_bf16(src[(size_t)t * 3 * C + 2 * C + i]);
-        }
+                              int C, int NH, int h0, int h1) {
+    kv_write_any(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, 1);
 }
 
 static void cpu_attention_kv_bf16_range(float *out, const float *q, size_t qstride, const uint16_t *kc,

@@ -34,6 +34,10 @@ int gpt2c_cpu_flash_attention_avx512(float *out, const float *q, size_t qstride,
 int gpt2c_cpu_flash_attention_bf16_avx512(float *out, const float *q, size_t qstride, const uint16_t *kc,
                                           const uint16_t *vc, const int *pos, int B, int Tq, int ctx, int C, int NH,
                                           long t0, long t1);
+/* The KV-cache write (ops.h kv_write / kv_write_bf16: heads [h0, h1) of each
+ * sequence; bf16: kc and vc hold bf16) with 16 x 16 register transposes of the keys. */
+void gpt2c_cpu_kv_write_avx512(void *kc, void *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
+                               int NH, int h0, int h1, int bf16);
 int gpt2c_cpu_infer_attention_avx512(float *out, const float *q, size_t qstride, const float *kc, const float *vc,
                                const int *pos, int B, int Tq, int ctx, int C, int NH, long t0, long t1);
 

@@ -34,13 +34,13 @@ void gpt2c_ref_matmul_infer_range(float *out, const float *inp, const gpt2c_tens
 }
 
 static void kv_write(void *kc, void *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,
-                     int bf16) {
+                     int h0, int h1, int bf16) {
     const int hs = C / NH;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < Tq; t++) {
             const size_t p = (size_t)pos[b] + t;
             const float *k = qkv + ((size_t)b * Tq + t) * 3 * C + C, *v = k + C;
-            for (int h = 0; h < NH; h++)
+            for (int h = h0; h < h1; h++)
                 for (int i = 0; i < hs; i++) {
                     const size_t ki = (((size_t)b * NH + h) * hs + i) * ctx + p, vi = (((size_t)b * NH + h) * ctx + p) * hs + i;
                     if (bf16) {
@@ -56,14 +56,15 @@ static void kv_write(void *kc, void *vc, const float *qkv, const int *pos, int B
 
 /* kc (B, NH, hs, ctx): kc[b][h][i][p] = k_i of head h of the token at position p;
  * vc (B, NH, ctx, hs):  vc[b][h][p][i] = v_i */
-void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH) {
-    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, 0);
+void gpt2c_ref_kv_write(float *kc, float *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C, int NH,
+                        int h0, int h1) {
+    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, 0);
 }
 
 /* The same layout in bf16, each value rounded to nearest even. */
 void gpt2c_ref_kv_write_bf16(uint16_t *kc, uint16_t *vc, const float *qkv, const int *pos, int B, int Tq, int ctx, int C,
-                             int NH) {
-    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, 1);
+                             int NH, int h0, int h1) {
+    kv_write(kc, vc, qkv, pos, B, Tq, ctx, C, NH, h0, h1, 1);
 }
 
 static void attention_kv(float *out, const float *q, size_t qstride, const void *kc, const void *vc, const int *pos,
