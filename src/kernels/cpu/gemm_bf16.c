@@ -452,9 +452,15 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     rc = ceil_div(M, MCU);
     const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
     /* An operand that several units would each pack again (A when C is cut
-     * into several column groups, B when into several row groups: B = X in
-     * dweight was packed once per 384 rows of dW) is packed once, by all
-     * threads, before the units run. */
+     * into several column groups, B when into three or more row groups: B =
+     * X in dweight was packed once per 384 rows of dW) is packed once, by all
+     * threads, before the units run.  Not B for two row groups (B*T = 256
+     * rows on 2 threads, the fwd and dinp of a T=64 step): there each unit
+     * packing its own B panels into its L2-resident buffer, the next panel's
+     * source prefetched, ran 1.03-1.05x faster than reading the shared
+     * prepacked copy on Zen 4, and up to 1.35x while the machine's shared
+     * cache was contended; from three row groups on, packing once wins. */
+    const int share_b = rc > 2;
     const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
     /* An operand to pack once that is too large for it (A of the LM head's
      * dinp: B*T x 50304): the GEMM runs as a sequence of GEMMs over slices
@@ -462,7 +468,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * fits, accumulating into C, which is stored and reloaded exactly between
      * them (the same sums; each unit packing all of A again cost ~10%). */
     const size_t ablk = (size_t)kpmax * Mp * 4 * xw, bblk = (size_t)kpmax * Np * 4 * xw;
-    const int big_a = !xa.p && cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = rc > 1 && (size_t)nblk * bblk > PREPACK_MAX;
+    const int big_a = !xa.p && cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = share_b && (size_t)nblk * bblk > PREPACK_MAX;
     if ((big_a || big_b) && nblk > 1) {
         const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
         const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
@@ -482,7 +488,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     prepacked pa = {NULL, (size_t)kpmax * Mp * xw}, pb = {NULL, (size_t)kpmax * Np * xw};
     uint32_t *pab = NULL, *pbb = NULL;
     if (!xa.p && cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
-    if (rc > 1 && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
+    if (share_b && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
     if (pab || pbb) {
         /* chunks of panels, several per thread (one chunk per unit left a
          * thread idle when the whole of A was one unit's rows) */
