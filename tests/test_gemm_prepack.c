@@ -1,11 +1,11 @@
 /* The bf16 GEMM's blocking paths against its oracle, bitwise: operands
- * packed once per GEMM (A when C has several column groups, B when several
- * row groups) or per unit, K blocks, edge panels, 1 and 2 threads, for the
- * three GEMMs of a linear layer (fwd: W read transposed; dinp: W rows
- * interleaved in pairs; dweight: fp32 dout^T and X converted), and the
- * blocking guessed from this CPU's caches, and operands too large to pack
- * once (K sliced).  Also: the cache sizes that guess
- * uses are plausible. */
+ * packed once per GEMM (A when C has several column groups, B when three or
+ * more row groups) or per unit (B at two row groups: N=37 under mc 24 and
+ * 36), K blocks, edge panels, 1 and 2 threads, for the three GEMMs of a
+ * linear layer (fwd: W read transposed; dinp: W rows interleaved in pairs;
+ * dweight: fp32 dout^T and X converted), and the blocking guessed from this
+ * CPU's caches, and operands too large to pack once (K sliced).  Also: the
+ * cache sizes that guess uses are plausible. */
 #include <omp.h>
 #include <stdint.h>
 
