@@ -40,6 +40,8 @@ bad "--double-quant on q8" "nf4 only" quantize --model "$W/fp32.safetensors" --f
 P=(--seq 8 --decode 2 --batch 2 --trials 1 --warmup 0 --no-peak --no-counters --threads 1)
 check "profile --quant q4 profiles inference (quantized matmuls, B x (T + decode) tokens)" \
     '"$G" profile "${TINY[@]}" --quant q4 "${P[@]}" 2>/dev/null | grep -q "B=2 T=10" && "$G" profile "${TINY[@]}" --quant q4 "${P[@]}" 2>/dev/null | grep -q "matmul_qkv"'
+check "profile --infer times the KV-cache write as its own op, apart from attention" \
+    'out=$("$G" profile "${TINY[@]}" --infer "${P[@]}" 2>/dev/null) && grep -q "^kv_write " <<<"$out" && grep -q "^attention " <<<"$out"'
 check "profile of a quantized file profiles its inference" \
     '"$G" profile --model "$W/nf4.safetensors" "${P[@]}" 2>&1 | grep -q "inference of .*(nf4 weights)"'
 bad "profile --quant on a quantized file" "already quantized" profile --model "$W/q8.safetensors" --quant q4 "${P[@]}"

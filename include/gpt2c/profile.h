@@ -40,6 +40,7 @@ typedef enum {
     GPT2C_OP_ALLREDUCE,          /* data parallel: gradient all-reduce (bytes = this rank's payload) */
     GPT2C_OP_ALLGATHER,          /* ZeRO-1: parameter all-gather after the sharded update */
     GPT2C_OP_BF16_COPY,          /* bf16 precision: the bf16 weight copies refreshed from the fp32 master weights */
+    GPT2C_OP_KV_WRITE,           /* inference: the new tokens' keys and values into the KV cache */
     GPT2C_OP_COUNT
 } gpt2c_op;
 

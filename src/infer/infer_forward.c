@@ -363,9 +363,10 @@ gpt2c_status gpt2c_infer_rows(gpt2c_infer *s, int seq, const int *seqs, const in
                 }
                 case GPT2C_STAGE_ATTENTION: {
                     /* the new keys and values into the cache, a chunk per head of a prefill's sequence (so
-                     * the threads share it) or per decoded sequence; then attention per head */
+                     * the threads share it) or per decoded sequence, profiled as its own op (inside
+                     * "attention" it hid a single-threaded write); then attention per head */
                     const int kv_heads = Tq >= 8 ? 1 : NH, kv_groups = NH / kv_heads;
-                    STAGE(nb * kv_groups, bs->op, l, ((op_cost){0, (4.0 + kv_es) * 2 * n * C}), {
+                    STAGE(nb * kv_groups, GPT2C_OP_KV_WRITE, l, ((op_cost){0, (4.0 + kv_es) * 2 * n * C}), {
                         const int b = chunk / kv_groups, h0 = chunk % kv_groups * kv_heads;
                         if (kc16)
                             k->kv_write_bf16(kc16 + SEQ(b) * seq_floats, vc16 + SEQ(b) * seq_floats,

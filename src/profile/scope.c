@@ -6,13 +6,13 @@ static const char *const OP_NAMES[GPT2C_OP_COUNT] = {
     "encoder",      "layernorm",      "residual_layernorm", "matmul_qkv", "attention",
     "matmul_attproj", "matmul_fc",    "gelu",               "matmul_fcproj", "matmul_lmhead",
     "softmax_xent", "zero_grad",      "grad_norm",          "adamw",      "data_load",
-    "allreduce",    "allgather",      "bf16_copy",
+    "allreduce",    "allgather",      "bf16_copy",          "kv_write",
 };
 static const gpt2c_layer_type OP_LT[GPT2C_OP_COUNT] = {
     GPT2C_LT_EMBEDDING, GPT2C_LT_NORM,      GPT2C_LT_NORM,      GPT2C_LT_ATTENTION, GPT2C_LT_ATTENTION,
     GPT2C_LT_ATTENTION, GPT2C_LT_FFN,       GPT2C_LT_FFN,       GPT2C_LT_FFN,       GPT2C_LT_HEAD,
     GPT2C_LT_HEAD,      GPT2C_LT_OPTIMIZER, GPT2C_LT_OPTIMIZER, GPT2C_LT_OPTIMIZER, GPT2C_LT_DATA,
-    GPT2C_LT_COMM,      GPT2C_LT_COMM,      GPT2C_LT_OPTIMIZER,
+    GPT2C_LT_COMM,      GPT2C_LT_COMM,      GPT2C_LT_OPTIMIZER, GPT2C_LT_ATTENTION,
 };
 static const char *const PHASE_NAMES[GPT2C_PHASE_COUNT] = {"forward", "backward", "optimizer", "data", "eval", "comm"};
 static const char *const LT_NAMES[GPT2C_LT_COUNT] = {"attention", "ffn",       "norm", "embedding",
