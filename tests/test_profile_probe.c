@@ -83,6 +83,15 @@ int main(void) {
     CHECK(l && strstr(l, "matmuls run at 90.0%") && strstr(l, "near the micro-kernel's in-cache rate"));
     CHECK(l && !strstr(l, "ran slowly") && !strstr(l, "cost them"));
 
+    /* matmuls at 87% of a probe at 99% of peak: the kernel is near peak, so the 13% below the probe is what
+     * is left (it was said to be "the micro-kernel itself") */
+    matmuls(&s, 133.3333333333 / 0.87);
+    s.peak.gflops = 133.3333333333 / 0.87 / 0.99;
+    l = probe_line(&s, lines, 16);
+    CHECK(l && strstr(l, "matmuls run at 87.0%") && strstr(l, "probe at 99% of the fp32 peak"));
+    CHECK(l && strstr(l, "the micro-kernel runs near peak in cache") && strstr(l, "cost the matmuls 13%"));
+    CHECK(l && !strstr(l, "what is left to peak is the micro-kernel itself") && !strstr(l, "ran slowly"));
+
     /* small GEMMs (8 GFLOP in 2 x 2000 calls: 2 MFLOP a call, under 20): overheads, not the hierarchy */
     matmuls(&s, 200);
     set(&s, G_OP0 + GPT2C_OP_MATMUL_QKV, F_CALLS, 2000), set(&s, G_OP0 + GPT2C_OP_MATMUL_FC, F_CALLS, 2000);
