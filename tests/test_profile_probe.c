@@ -130,6 +130,21 @@ int main(void) {
     CHECK(find_line(&s, lines, 16, "bf16 bound:") == NULL);
     s.bf16_matmuls = 0, s.have_peak = 1, s.bf16_roof = 0;
 
+    /* the attention core (5 ms of the 100 ms step above) at 50 GFLOP/s: its advice follows what the backend
+     * does.  A tiled (flash-style) attention is not told to become one, and its rate is held to the engine
+     * of its products: the fp32 peak (220), or the bf16 roof (400) where it multiplies in bf16 */
+    set(&s, G_OP0 + GPT2C_OP_ATTENTION, F_GFLOPS, 50);
+    s.attention_tiled = 1;
+    const char *a = find_line(&s, lines, 16, "attention core (softmax");
+    CHECK(a && strstr(a, "5.0% of the step at T=") && strstr(a, "at 50 GFLOP/s = 23% of its 220 GFLOP/s roof"));
+    CHECK(a && strstr(a, "already tiled") && !strstr(a, "fused (flash-style) attention for long"));
+    s.bf16_matmuls = 1, s.bf16_attention = 1, s.bf16_roof = 400;
+    a = find_line(&s, lines, 16, "attention core (softmax");
+    CHECK_MSG(a && strstr(a, "= 12% of its 400 GFLOP/s roof"), "%s", a ? a : "(none)");
+    s.bf16_matmuls = 0, s.bf16_attention = 0, s.bf16_roof = 0, s.attention_tiled = 0;
+    a = find_line(&s, lines, 16, "attention core (softmax");
+    CHECK(a && strstr(a, "fused (flash-style) attention for long sequences") && !strstr(a, "already tiled"));
+
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;
     CHECK(gpt2c_prof_probe_peak_share(&s) == 0);

@@ -151,9 +151,20 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
         ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW with the gradient zeroed in the same pass, %s) -> fewer passes over the slabs (the grad norm reads every gradient once more) or fewer bytes (bf16 moments)",
             pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic");
     int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
-    if (S_have(s, core, F_MS))
-        ADD("attention core (softmax(QK^T)V, O(T^2)) is %.1f%% of the step at T=%d (attention layers %.1f%%, FFN %.1f%%); its share grows with T -> fused (flash-style) attention for long sequences",
-            pct(s, core), s->T, pct(s, att), pct(s, ffn));
+    if (S_have(s, core, F_MS)) {
+        /* the advice depends on what the backend already does: a tiled (flash-style) attention was told to
+         * become one; its own rate against the roof says what is left */
+        char rate[160] = "";
+        const double roof = s->bf16_attention ? bf16_roof(s) : s->peak.gflops; /* its products' engine */
+        if (s->have_peak && S_have(s, core, F_GFLOPS) && roof > 0)
+            snprintf(rate, sizeof rate, " at %.0f GFLOP/s = %.0f%% of its %.0f GFLOP/s roof", S_mean(s, core, F_GFLOPS),
+                     100 * S_mean(s, core, F_GFLOPS) / roof, roof);
+        ADD("attention core (softmax(QK^T)V, O(T^2)) is %.1f%% of the step at T=%d%s (attention layers %.1f%%, FFN %.1f%%); its share grows with T -> %s",
+            pct(s, core), s->T, rate, pct(s, att), pct(s, ffn),
+            s->attention_tiled ? "it is already tiled (flash-style, no T x T scores): its exponentials, masking and tile packing, not its "
+                                 "products, keep it under the matmuls' rate"
+                               : "fused (flash-style) attention for long sequences: the cpu backend's");
+    }
     int mem_ops[] = {GPT2C_OP_GELU, GPT2C_OP_RESIDUAL_LAYERNORM, GPT2C_OP_LAYERNORM, GPT2C_OP_SOFTMAX_XENT};
     double mem_pct = 0;
     for (int i = 0; i < 4; i++) mem_pct += pct(s, G_OP0 + mem_ops[i]);

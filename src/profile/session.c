@@ -119,6 +119,9 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
     if (!s) return gpt2c_fail(GPT2C_ERR_NOMEM, "profile session: out of memory");
     s->m = m;
     s->bf16_matmuls = gpt2c_model_precision(m) == GPT2C_FMT_BF16;
+    /* a tiled attention keeps O(T) per head for its backward (the log-sum-exp), a plain one the T x T probabilities */
+    s->attention_tiled = m->k && m->k->attention_state_floats && m->k->attention_state_floats(1, 256, 1) < 256 * 256;
+    s->bf16_attention = s->bf16_matmuls && m->k && m->k->attention_forward_bf16;
     s->L = m->cfg.num_layers;
     s->B = m->B;
     s->T = m->T;

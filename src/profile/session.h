@@ -96,6 +96,8 @@ struct gpt2c_profile_session {
     int peak_device; /* peak holds a GPU's nominal figures (device_peaks), not the CPU's measured ones */
     double bf16_roof; /* the bf16 matmuls' ceiling, GFLOP/s (gpt2c_peak_bf16_roof: its engine's peak); 0: peak.gflops */
     int bf16_matmuls; /* the model computes its matmuls in bf16 (--precision bf16) */
+    int attention_tiled; /* the backend's attention keeps no T x T scores (flash-style: its state is O(T)) */
+    int bf16_attention;  /* bf16 precision on a backend whose attention multiplies in bf16 (attention_forward_bf16) */
     char peak_reason[256];
 
     scaling_row scaling[64];
