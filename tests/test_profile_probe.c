@@ -145,6 +145,13 @@ int main(void) {
     a = find_line(&s, lines, 16, "attention core (softmax");
     CHECK(a && strstr(a, "fused (flash-style) attention for long sequences") && !strstr(a, "already tiled"));
 
+    /* the optimizer (25 ms of the 100 ms step) moving 1.25 GB: 50 GB/s against a 100 GB/s memory roof */
+    set(&s, G_PHASE0 + GPT2C_PHASE_OPTIMIZER, F_GBS, 50);
+    s.peak.mem_gbs = 100;
+    const char *o = find_line(&s, lines, 16, "optimizer is");
+    CHECK_MSG(o && strstr(o, "optimizer is 25.0% of the step (25.0 ms") && strstr(o, "at 50.0 GB/s = 50% of the 100.0 GB/s memory roof"),
+              "%s", o ? o : "(none)");
+
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;
     CHECK(gpt2c_prof_probe_peak_share(&s) == 0);

@@ -147,9 +147,15 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
     gemm_vs_probe(s, lines, max, &n);
     bf16_bound(s, lines, max, &n);
     int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER;
-    if (pct(s, opt) > 5)
-        ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW with the gradient zeroed in the same pass, %s) -> fewer passes over the slabs (the grad norm reads every gradient once more) or fewer bytes (bf16 moments)",
-            pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic");
+    if (pct(s, opt) > 5) {
+        /* its bandwidth against the memory roof: at the roof, only fewer bytes (or overlap with compute) help */
+        char bw[128] = "";
+        if (s->have_peak && S_have(s, opt, F_GBS) && s->peak.mem_gbs > 0)
+            snprintf(bw, sizeof bw, " at %.1f GB/s = %.0f%% of the %.1f GB/s memory roof", S_mean(s, opt, F_GBS),
+                     100 * S_mean(s, opt, F_GBS) / s->peak.mem_gbs, s->peak.mem_gbs);
+        ADD("optimizer is %.1f%% of the step (%.1f ms: the grad norm's pass over the gradients, then AdamW, %s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with the matmuls' compute",
+            pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw);
+    }
     int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
     if (S_have(s, core, F_MS)) {
         /* the advice depends on what the backend already does: a tiled (flash-style) attention was told to
