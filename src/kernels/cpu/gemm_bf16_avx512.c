@@ -91,16 +91,8 @@ static void pack_words(float *dst, const float *src, long ld, int nb, int kc, in
         gpt2c_gemm_kernel_avx512.pack_bt(dst, src, ld, nb, kc, NR);
 }
 
-/* ---- fp32 -> bf16 packing (gemm_bf16.h): the rounding of kernels/bf16.h's
- * gpt2c_bf16_from_f32, lane by lane in integers, so bit-identical to it for
- * every input (NaN, infinities, denormals: vcvtneps2bf16 would flush the
- * denormals, so it is not used).  The bf16 is left in each lane's high half. */
-static inline __m512i bf16_hi(__m512i u) {
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
-    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000)); /* NaN: (u >> 16) | 0x40, quiet */
-}
+/* ---- fp32 -> bf16 packing (gemm_bf16.h), rounded by gpt2c_bf16_round_hi
+ * (bf16_split_avx512.h: gpt2c_bf16_from_f32's bits) */
 static inline __mmask16 tail16(int n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
 
 static void f32_pairs(uint32_t *d, const float *s, int nq) {
@@ -111,7 +103,7 @@ static void f32_pairs(uint32_t *d, const float *s, int nq) {
         const int m = nq - q; /* pairs left */
         const __mmask16 m0 = tail16(2 * m), m1 = tail16(2 * m - 16 > 0 ? 2 * m - 16 : 0);
         const __m512i u0 = _mm512_maskz_loadu_epi32(m0, s + 2 * q), u1 = _mm512_maskz_loadu_epi32(m1, s + 2 * q + 16);
-        const __m512i w = _mm512_permutex2var_epi16(bf16_hi(u0), odd, bf16_hi(u1));
+        const __m512i w = _mm512_permutex2var_epi16(gpt2c_bf16_round_hi(u0), odd, gpt2c_bf16_round_hi(u1));
         _mm512_mask_storeu_epi32(d + q, tail16(m), w);
     }
 }
@@ -119,8 +111,8 @@ static void f32_pairs(uint32_t *d, const float *s, int nq) {
 static void f32_2rows(uint32_t *d, const float *s0, const float *s1, int n) {
     for (int i = 0; i < n; i += 16) {
         const __mmask16 m = tail16(n - i);
-        const __m512i lo = _mm512_srli_epi32(bf16_hi(_mm512_maskz_loadu_epi32(m, s0 + i)), 16);
-        const __m512i hi = bf16_hi(_mm512_maskz_loadu_epi32(m, s1 + i));
+        const __m512i lo = _mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_maskz_loadu_epi32(m, s0 + i)), 16);
+        const __m512i hi = gpt2c_bf16_round_hi(_mm512_maskz_loadu_epi32(m, s1 + i));
         _mm512_mask_storeu_epi32(d + i, m, _mm512_mask_blend_epi16(0x55555555u, hi, lo));
     }
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/bf16_split_avx512.h"
 #include "kernels/cpu/cpu_infer.h"
 #include "kernels/cpu/transpose16_avx512.h"
 
@@ -23,14 +24,9 @@ static inline __mmask16 lanes16(int k) {
     return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
 }
 
-/* 16 floats -> 16 bf16: nearest even, a NaN kept and made quiet (gpt2c_bf16_from_f32, kernels/bf16.h) */
+/* 16 floats -> 16 bf16 (gpt2c_bf16_round_hi: nearest even, a NaN kept and made quiet) */
 static inline __m256i bf16x16(__m512 x) {
-    const __m512i u = _mm512_castps_si512(x), hi = _mm512_srli_epi32(u, 16);
-    const __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                   _mm512_set1_epi32(0x7f800000));
-    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40))));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(x)), 16));
 }
 
 /* n (<= 16) values of x to dst + i (elements of 4 or, bf16, 2 bytes) */

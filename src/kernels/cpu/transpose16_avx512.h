@@ -1,5 +1,6 @@
 /* An in-register 16 x 16 fp32 transpose (AVX-512F), shared by the fp32
- * GEMM's packing of a transposed B and the attention's transposed stores. */
+ * GEMM's packing of a transposed B, the bf16 attention's transposed stores
+ * and the KV cache's key writes (kv_write_avx512.c). */
 #ifndef GPT2C_CPU_TRANSPOSE16_AVX512_H
 #define GPT2C_CPU_TRANSPOSE16_AVX512_H
 
