@@ -225,7 +225,7 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                   : s->peak.from_cache ? "cached" : "measured now", post);
     if (s->have_peak && s->bf16_matmuls && !s->peak_device)
         gpt2c_sb_printf(b, "%sbf16 matmuls: their roof is %.1f GFLOP/s (%s); %% of peak of a group mixes the two roofs by its FLOPs%s", pre,
-                        s->bf16_roof > 0 ? s->bf16_roof : s->peak.gflops,
+                        gpt2c_prof_probe_roof(s), /* in a bf16 run: the bf16 roof, or the fp32 peak where unknown */
                         gpt2c_cpu_bf16_amx_hw() ? gpt2c_cpu_bf16_amx_note()
                         : gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
