@@ -1,8 +1,8 @@
 /* The bf16 GEMM's blocking paths against its oracle, bitwise: operands
  * packed once per GEMM (A when C has several column groups, B when three or
- * more row groups) or per unit (B at two row groups: N=37 under mc 24 and
- * 36), by columns where two row groups would each pack all of B (40 rows
- * under mc 36 on 2 threads), K blocks, edge panels, 1 and 2 threads, for the three GEMMs of a
+ * more row groups) or per unit (B at two row groups: N=37 under mc 24),
+ * by columns where two row groups within 1.5 mc would each pack B (N=37
+ * and 40 under mc 36 on 2 threads), K blocks, edge panels, 1 and 2 threads, for the three GEMMs of a
  * linear layer (fwd: W read transposed; dinp: W rows interleaved in pairs;
  * dweight: fp32 dout^T and X converted), and the blocking guessed from this
  * CPU's caches, and operands too large to pack once (K sliced).  Also: the
@@ -85,9 +85,12 @@ int main(void) {
                 layer(kernels[k], bls[b], nth, 37, 53, 141);
                 layer(kernels[k], bls[b], nth, 100, 96, 130);
             }
-    /* two row groups within 1.5 mc on 2 threads, one column group: cut by
+    /* two row groups within 1.5 mc on 2 threads: one row group, cut by
      * columns instead (40 rows under mc 36; outputs 200 and 160 wide) */
-    for (size_t k = 0; k < 2; k++) layer(kernels[k], (gemm_bf16_blocking){64, 36, 256}, 2, 40, 160, 200);
+    for (size_t k = 0; k < 2; k++) {
+        layer(kernels[k], (gemm_bf16_blocking){64, 36, 256}, 2, 40, 160, 200);
+        layer(kernels[k], (gemm_bf16_blocking){64, 36, 128}, 2, 40, 160, 200); /* and two column groups */
+    }
     /* operands too large to pack once (the LM head's dinp: its A is B*T x
      * 50304): the GEMM runs over slices of K; here with a 4 KiB limit */
     gpt2c_cpu_gemm_bf16_set_prepack_max(4096);

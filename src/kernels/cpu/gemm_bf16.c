@@ -447,15 +447,16 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
         else if (round_up(rc, nth) <= ceil_div(M, MR))
             rc = round_up(rc, nth);
     }
-    /* Rows in as many groups as threads and one column group, the rows within
-     * 1.5 mc (B*T = 256 rows under mc 180 on 2 threads: the T=64 step's
-     * GEMMs whose output is 768 or 2304 wide, and the LM head's dinp): cut
-     * the columns instead.  Row units each packed all of B (W^T in the
-     * forward, W's row pairs in dinp: 77 MB of wte in the LM head's), column
-     * units pack their own share of it, and A, packed once for all units
-     * (below), is small.  Zen 4, 2 threads, medians of 30-60 alternated
-     * calls: fwd and dinp 1.03-1.06x, cold or hot. */
-    if (nth > 1 && cg == 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && N >= nth * NR) cg = nth, rc = 1;
+    /* Rows in as many groups as threads, within 1.5 mc (B*T = 256 rows under
+     * mc 180 on 2 threads: every forward and dinp GEMM of a T=64 step): one
+     * row group, the columns cut instead.  Row units each packed all of B
+     * their columns need (W^T in the forward, W's row pairs in dinp: twice
+     * per GEMM, 77 MB of wte each in the LM head's); column units pack their
+     * own share once, and A, packed once for all units (below), is small.
+     * Zen 4, 2 threads, medians of 20-60 alternated calls, cold or hot:
+     * 1.02-1.06x (the LM head's forward 1.02-1.03x, the rest 1.03-1.06x). */
+    if (nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && round_up(cg, nth) <= ceil_div(N, NR))
+        cg = round_up(cg, nth), rc = 1;
     const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
@@ -463,12 +464,12 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     /* An operand that several units would each pack again (A when C is cut
      * into several column groups, B when into three or more row groups: B =
      * X in dweight was packed once per 384 rows of dW) is packed once, by all
-     * threads, before the units run.  Not B for two row groups (B*T = 256
-     * rows on 2 threads, the fwd and dinp of a T=64 step): there each unit
-     * packing its own B panels into its L2-resident buffer, the next panel's
-     * source prefetched, ran 1.03-1.05x faster than reading the shared
-     * prepacked copy on Zen 4, and up to 1.35x while the machine's shared
-     * cache was contended; from three row groups on, packing once wins. */
+     * threads, before the units run.  Not B for two row groups (measured at
+     * B*T = 256 rows on 2 threads, before those became one row group, above):
+     * there each unit packing its own B panels into its L2-resident buffer,
+     * the next panel's source prefetched, ran 1.03-1.05x faster than reading
+     * the shared prepacked copy on Zen 4, and up to 1.35x while the machine's
+     * shared cache was contended; from three row groups on, packing once wins. */
     const int share_b = rc > 2;
     const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
     /* An operand to pack once that is too large for it (A of the LM head's
