@@ -366,6 +366,67 @@ static void test_xent(int N, int V) {
     for (int t = 0; t < 2; t++) free(p[t]), free(l[t]);
 }
 
+/* bf16 precision's loss gradient (cpu and ref): softmax_xent_backward's
+ * dlogits rounded to bf16, row n's Vp words in place at the start of the
+ * row (pad words 0); and the LM head's backward from them: matmul_backward's
+ * numbers on the widened dout, bitwise (bf16 and f32 weights, ld > OC) */
+static void test_xent_bf16(int N, int V) {
+    const int Vp = V + 7;
+    const size_t n = (size_t)N * Vp;
+    float *lg = rnd(n, 43, 8);
+    int32_t *tg = malloc(4 * N);
+    for (int i = 0; i < N; i++) tg[i] = (i * 7919) % V;
+    const gpt2c_kernels *ks[2] = {CPU, REF};
+    for (int k = 0; k < 2; k++) {
+        float *want = dup(lg, n), *got = dup(lg, n), *losses = malloc(4 * N);
+        ks[k]->softmax_xent_forward(losses, want, tg, N, V, Vp);
+        memcpy(got, want, 4 * n);
+        ks[k]->softmax_xent_backward(want, tg, 0.25f, N, V, Vp);
+        for (int t = 1; t <= 2; t++) {
+            float *g = dup(got, n);
+            gpt2c_set_threads(t);
+            ks[k]->softmax_xent_backward_bf16(g, tg, 0.25f, N, V, Vp);
+            size_t bad = 0;
+            for (int r = 0; r < N; r++)
+                for (int i = 0; i < Vp; i++) {
+                    uint16_t h;
+                    memcpy(&h, (const char *)(g + (size_t)r * Vp) + 2 * (size_t)i, 2);
+                    bad += h != gpt2c_bf16_from_f32(want[(size_t)r * Vp + i]);
+                }
+            CHECK_MSG(bad == 0, "[%s] softmax_xent_backward_bf16 (%s) N=%d V=%d, %d threads: %zu words are not the rounded dlogits",
+                      g_isa, ks[k]->name, N, V, t, bad);
+            if (k == 0 && t == 2) { /* the LM head's backward from them */
+                const int C = 37;
+                float *x = rnd((size_t)N * C, 44, 1), *w = rnd((size_t)Vp * C, 45, 1), *wide = malloc(4 * n);
+                uint16_t *wb = malloc(2 * (size_t)Vp * C);
+                for (size_t i = 0; i < (size_t)Vp * C; i++) wb[i] = gpt2c_bf16_from_f32(w[i]);
+                for (int r = 0; r < N; r++)
+                    for (int i = 0; i < Vp; i++) {
+                        uint16_t h;
+                        memcpy(&h, (const char *)(g + (size_t)r * Vp) + 2 * (size_t)i, 2);
+                        wide[(size_t)r * Vp + i] = gpt2c_bf16_to_f32(h);
+                    }
+                const gpt2c_tensor tw[2] = {{.fmt = GPT2C_FMT_BF16, .rows = Vp, .cols = C, .data = wb}, gpt2c_tensor_f32(w, Vp, C)};
+                for (int f = 0; f < 2; f++)
+                    for (int kk = 0; kk < 2; kk++) {
+                        float *di = malloc(4 * (size_t)N * C), *di2 = malloc(4 * (size_t)N * C);
+                        float *dw = rnd((size_t)Vp * C, 46, 1), *dw2 = dup(dw, (size_t)Vp * C);
+                        ks[kk]->matmul_backward_dout_bf16(di, dw, (const uint16_t *)g, 2L * Vp, x, &tw[f], N, C, Vp, 1);
+                        ks[kk]->matmul_backward(di2, dw2, NULL, wide, x, &tw[f], N, C, Vp, 1);
+                        CHECK_MSG(memcmp(di, di2, 4 * (size_t)N * C) == 0 && memcmp(dw, dw2, 4 * (size_t)Vp * C) == 0,
+                                  "[%s] matmul_backward_dout_bf16 (%s, %s weight) N=%d OC=%d: not matmul_backward's numbers",
+                                  g_isa, ks[kk]->name, f ? "f32" : "bf16", N, Vp);
+                        free(di), free(di2), free(dw), free(dw2);
+                    }
+                free(x), free(w), free(wide), free(wb);
+            }
+            free(g);
+        }
+        free(want), free(got), free(losses);
+    }
+    free(lg), free(tg);
+}
+
 static void test_encoder(int B, int T, int C) {
     const int V = 7, N = B * T;
     float *wte = rnd((size_t)V * C, 51, 1), *wpe = rnd((size_t)T * C, 52, 1), *d = rnd((size_t)N * C, 53, 1);
@@ -437,6 +498,9 @@ int main(void) {
         test_xent(1, 5);
         test_xent(3, 100);
         test_xent(17, 1000);
+        test_xent_bf16(1, 5);
+        test_xent_bf16(3, 100);
+        test_xent_bf16(17, 1000);
         test_encoder(1, 1, 5);
         test_encoder(3, 37, 130);
         test_encoder(2, 5, 768);

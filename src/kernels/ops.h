@@ -139,6 +139,20 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,          \
        float eps, float wd, float grad_scale, int t),                                                               \
       (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                               \
+    /* bf16 precision's loss gradient: softmax_xent_backward's dlogits, each                                       \
+     * rounded to bf16 (kernels/bf16.h) and stored IN PLACE at the start of its                                     \
+     * row's own storage: row n's Vp words (pad columns 0) at                                                       \
+     * (uint16_t *)(probs_dlogits + n*Vp), a bf16 (N,Vp) matrix of leading                                          \
+     * dimension 2*Vp.  For the LM head's bf16 backward, which rounds them anyway. */                              \
+    X(void, softmax_xent_backward_bf16,                                                                             \
+      (float *probs_dlogits, const int32_t *targets, float dloss, int N, int V, int Vp),                           \
+      (probs_dlogits, targets, dloss, N, V, Vp))                                                                    \
+    /* matmul_backward, no bias, from a bf16 dout (N,OC) of leading dimension ld                                    \
+     * words: the numbers of matmul_backward on that dout widened to fp32 */                                        \
+    X(void, matmul_backward_dout_bf16,                                                                              \
+      (float *dinp, float *dw, const uint16_t *dout, long ld, const float *inp, const gpt2c_tensor *w, int N,      \
+       int IC, int OC, int dw_acc),                                                                                 \
+      (dinp, dw, dout, ld, inp, w, N, IC, OC, dw_acc))                                                              \
     /* attention_forward / attention_backward for bf16 precision: the same                                          \
      * contract (state, scratch), the products of activations on bf16 operands                                      \
      * with fp32 accumulation, softmax and log-sum-exp in fp32 (ref: the fp32 ones) */                              \

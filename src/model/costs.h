@@ -29,6 +29,11 @@ static inline op_cost cost_matmul_bwd(double N, double IC, double OC, gpt2c_form
     return (op_cost){4 * N * IC * OC + N * OC,
                      4 * (2 * N * OC + 2 * N * IC + (dw_acc ? 2 : 1) * IC * OC) + cost_weight_bytes(wf) * IC * OC};
 }
+/* matmul_bwd from a bf16 dout (2 bytes, read by both GEMMs), no bias */
+static inline op_cost cost_matmul_bwd_dout_bf16(double N, double IC, double OC, gpt2c_format wf, int dw_acc) {
+    return (op_cost){4 * N * IC * OC,
+                     2 * 2 * N * OC + 4 * (2 * N * IC + (dw_acc ? 2 : 1) * IC * OC) + cost_weight_bytes(wf) * IC * OC};
+}
 /* causal: T(T+1)/2 scores per (b, head); QK^T and AV each 2*hs flops per score, ~5 for softmax */
 static inline op_cost cost_attention_fwd(double B, double T, double C, double NH, double state_floats) {
     double pairs = B * NH * T * (T + 1) / 2;
@@ -50,6 +55,8 @@ static inline op_cost cost_encoder_fwd(double N, double C) { return (op_cost){N 
 static inline op_cost cost_encoder_bwd(double N, double C) { return (op_cost){2 * N * C, 20 * N * C}; }
 static inline op_cost cost_xent_fwd(double N, double V, double Vp) { return (op_cost){5 * N * V, 8 * N * Vp}; }
 static inline op_cost cost_xent_bwd(double N, double V, double Vp) { return (op_cost){2 * N * V, 8 * N * Vp}; }
+/* the probabilities read, the bf16 dlogits written */
+static inline op_cost cost_xent_bwd_bf16(double N, double V, double Vp) { return (op_cost){2 * N * V, 6 * N * Vp}; }
 static inline op_cost cost_zero(double n) { return (op_cost){0, 4 * n}; }
 static inline op_cost cost_sumsq(double n) { return (op_cost){2 * n, 4 * n}; }
 /* read p, g, m, v; write p, m, v */

@@ -64,11 +64,22 @@ gpt2c_status gpt2c_model_backward(gpt2c_model *m, float loss_scale) {
     const size_t sN = a->N, S = a->state_floats;
 
     /* loss = loss_scale * mean over N positions */
-    OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_bwd(N, V, Vp),
-       k->softmax_xent_backward(a->logits, a->targets, loss_scale / (float)N, N, V, Vp));
     const gpt2c_tensor wte = W(WTE, 0);
-    OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp, wte.fmt, dw_acc),
-       MATMUL_BWD(a->dbuf, G(WTE, 0), NULL, a->logits, a->lnf, wte, N, C, Vp));
+    if (wte.fmt == GPT2C_FMT_BF16 && k->softmax_xent_backward_bf16 && k->matmul_backward_dout_bf16) {
+        /* bf16 precision: the LM head's GEMMs round dlogits to bf16 as they
+         * pack them, so they are stored rounded (in place, rows 2*Vp words
+         * apart): half the bytes, no conversion in either GEMM; same numbers */
+        OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_bwd_bf16(N, V, Vp),
+           k->softmax_xent_backward_bf16(a->logits, a->targets, loss_scale / (float)N, N, V, Vp));
+        OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd_dout_bf16(N, C, Vp, wte.fmt, dw_acc),
+           k->matmul_backward_dout_bf16(a->dbuf, G(WTE, 0), (const uint16_t *)a->logits, 2L * Vp, a->lnf, &wte, N, C,
+                                        Vp, dw_acc));
+    } else {
+        OP(GPT2C_OP_SOFTMAX_XENT, -1, cost_xent_bwd(N, V, Vp),
+           k->softmax_xent_backward(a->logits, a->targets, loss_scale / (float)N, N, V, Vp));
+        OP(GPT2C_OP_MATMUL_LMHEAD, -1, cost_matmul_bwd(N, C, Vp, wte.fmt, dw_acc),
+           MATMUL_BWD(a->dbuf, G(WTE, 0), NULL, a->logits, a->lnf, wte, N, C, Vp));
+    }
     if (m->on_grads_final) m->on_grads_final(m->grads_final_ctx, L + 1); /* the LM head's part of wte's */
     /* final layernorm: its input gradient starts the residual stream's (cleared first) */
     OP(GPT2C_OP_LAYERNORM, -1, cost_layernorm_bwd(N, C),

@@ -19,8 +19,11 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/vexp.h"
+#include "kernels/ref/ref.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
+
+#include "kernels/cpu/bf16_split_avx512.h"
 #endif
 
 #define LN_EPS 1e-5f
@@ -222,6 +225,32 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
     }
 }
 
+/* matmul_backward (no bias) from a bf16 dout of leading dimension ld (ops.h):
+ * the bf16 GEMMs take it as it is (rounding it again changes nothing), so
+ * the numbers are matmul_backward's on the widened dout, without the fp32
+ * rows' conversion (the LM head's dlogits: B*T x 50304) or their bytes. */
+static void matmul_backward_dout_bf16(float *dinp, float *dw, const uint16_t *dout, long ld, const float *inp,
+                                      const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
+    if (wt->fmt != GPT2C_FMT_BF16) { /* not bf16 precision's case: widened, then the general op */
+        float *d = malloc(sizeof(float) * ((size_t)N * OC + 1));
+        if (!d) { /* no silent wrong answer: NaN, as ref does on allocation failure */
+            for (size_t i = 0; dinp && i < (size_t)N * IC; i++) dinp[i] = NAN;
+            for (size_t i = 0; dw && i < (size_t)OC * IC; i++) dw[i] = NAN;
+            return;
+        }
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < OC; o++) d[(size_t)n * OC + o] = gpt2c_bf16_to_f32(dout[(size_t)n * ld + o]);
+        if (wt->fmt == GPT2C_FMT_F32) matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
+        else gpt2c_ref_matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
+        free(d);
+        return;
+    }
+    const gemm_operand d = {dout, GPT2C_FMT_BF16, ld, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
+    const gemm_operand dt = {dout, GPT2C_FMT_BF16, 1, ld}, x = {inp, GPT2C_FMT_F32, IC, 1};
+    if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+    if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, dw_acc);
+}
+
 /* ---- attention: flash-style, blocked, state = log-sum-exp (B,NH,T) ------------------ */
 
 #include "kernels/cpu/attention_impl.h"
@@ -295,6 +324,38 @@ static void softmax_xent_backward(float *probs_dlogits, const int32_t *targets, 
         for (int i = 0; i < V; i++) row[i] *= dloss;
         row[targets[n]] -= dloss;
         for (int i = V; i < Vp; i++) row[i] = 0.0f;
+    }
+}
+
+/* softmax_xent_backward's numbers (the same products, then the target's
+ * -= dloss), each rounded to bf16 into its row's first half (ops.h), front
+ * to back: word i lands on float i/2 of the row, read by then (a vector's
+ * floats are loaded before its words are stored). */
+static void softmax_xent_backward_bf16(float *probs_dlogits, const int32_t *targets, float dloss, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static) if (N > 1)
+    for (int n = 0; n < N; n++) {
+        float *row = probs_dlogits + (size_t)n * Vp;
+        char *words = (char *)row;
+        const int t = targets[n];
+        float pt = row[t] * dloss; /* the target's, before its float is written over */
+        pt -= dloss;
+        int i = 0;
+#if defined(__AVX512F__)
+        const __m512 dl = _mm512_set1_ps(dloss);
+        for (; i + 32 <= V; i += 32) {
+            const __m512 a = _mm512_mul_ps(_mm512_loadu_ps(row + i), dl), b = _mm512_mul_ps(_mm512_loadu_ps(row + i + 16), dl);
+            const __m256i ha = _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(a)), 16));
+            const __m256i hb = _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(b)), 16));
+            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i), ha);
+            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i + 32), hb);
+        }
+#endif
+        for (; i < Vp; i++) {
+            const uint16_t h = gpt2c_bf16_from_f32(i < V ? row[i] * dloss : 0.0f); /* pad columns 0 */
+            memcpy(words + 2 * (size_t)i, &h, 2);
+        }
+        const uint16_t ht = gpt2c_bf16_from_f32(pt);
+        memcpy(words + 2 * (size_t)t, &ht, 2);
     }
 }
 

@@ -1,6 +1,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "kernels/bf16.h"
 #include "kernels/ref/ref.h"
 
 const float *gpt2c_ref_weight_f32(const gpt2c_tensor *w, float **owned) {
@@ -73,4 +74,19 @@ void gpt2c_ref_matmul_backward(float *dinp, float *dw, float *dbias, const float
             for (int n = 0; n < N; n++) acc += dout[(size_t)n * OC + o];
             dbias[o] += (float)acc;
         }
+}
+
+/* dout widened to fp32 (exact), then matmul_backward */
+void gpt2c_ref_matmul_backward_dout_bf16(float *dinp, float *dw, const uint16_t *dout, long ld, const float *inp,
+                                         const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
+    float *d = malloc(sizeof(float) * ((size_t)N * OC + 1));
+    if (!d) {
+        fill_nan(dinp, (size_t)N * IC);
+        fill_nan(dw, (size_t)OC * IC);
+        return;
+    }
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) d[(size_t)n * OC + o] = gpt2c_bf16_to_f32(dout[(size_t)n * ld + o]);
+    gpt2c_ref_matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
+    free(d);
 }
