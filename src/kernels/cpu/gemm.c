@@ -141,6 +141,11 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
         const int kc = K - pc < kcb ? K - pc : kcb;
         const int load_c = accumulate || pc > 0;
         if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
+        /* edge rows (fewer than MR) of an A read in place: their zero-padded
+         * panel once per K block, not once per B panel (B*T = 256 rows: 4
+         * edge rows per unit, copied again for each of its 9-12 panels) */
+        const int edge_ir = mb / MR * MR, edge = !pack_a && a_strided && edge_ir < mb;
+        if (edge) gpt2c_cpu_gemm_pack_a_panel(apan, A + (size_t)(ic + edge_ir) * rsa + (size_t)pc * csa, rsa, csa, mb - edge_ir, kc, MR);
         /* A packed B (for B = W^T: the transpose) is packed panel by panel, each
          * just before its tiles, while the next panel's source is prefetched
          * into L2 across them (packing the unit's whole block first streamed
@@ -180,7 +185,9 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                 long ars = rsa, acs = csa;
                 if (pack_a) {
                     a = abuf + (size_t)ir * kc, ars = 1, acs = MR;
-                } else if (mr < MR || !a_strided) { /* edge rows: zero-padded copy */
+                } else if (edge && ir == edge_ir) {
+                    a = apan, ars = 1, acs = MR;
+                } else if (mr < MR || !a_strided) { /* rows neither contiguous: zero-padded copy */
                     gpt2c_cpu_gemm_pack_a_panel(apan, a, rsa, csa, mr, kc, MR);
                     a = apan, ars = 1, acs = MR;
                 }
