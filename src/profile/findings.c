@@ -153,7 +153,7 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
         if (s->have_peak && S_have(s, opt, F_GBS) && s->peak.mem_gbs > 0)
             snprintf(bw, sizeof bw, " at %.1f GB/s = %.0f%% of the %.1f GB/s memory roof", S_mean(s, opt, F_GBS),
                      100 * S_mean(s, opt, F_GBS) / s->peak.mem_gbs, s->peak.mem_gbs);
-        ADD("optimizer is %.1f%% of the step (%.1f ms: the grad norm's pass over the gradients, then AdamW, %s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with the matmuls' compute",
+        ADD("optimizer is %.1f%% of the step (%.1f ms: the grad norm's pass over the gradients, then AdamW, %s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on cores (or SMT siblings) the matmuls leave idle (interleaved between a GEMM's own tiles it ran slower: docs/GEMM.md)",
             pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw);
     }
     int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
