@@ -1,8 +1,8 @@
 /* The bf16 GEMM's blocking paths against its oracle, bitwise: operands
  * packed once per GEMM (A when C has several column groups, B when three or
  * more row groups) or per unit (B at two row groups: N=37 under mc 24),
- * by columns where two row groups within 1.5 mc would each pack B (N=37
- * and 40 under mc 36 on 2 threads), K blocks, edge panels, 1 and 2 threads, for the three GEMMs of a
+ * by columns where two row groups within 1.5 mc would each pack B (N=40
+ * under mc 36 on 2 threads, outputs 160 and 200 wide), K blocks, edge panels, 1 and 2 threads, for the three GEMMs of a
  * linear layer (fwd: W read transposed; dinp: W rows interleaved in pairs;
  * dweight: fp32 dout^T and X converted), and the blocking guessed from this
  * CPU's caches, and operands too large to pack once (K sliced).  Also: the
@@ -85,8 +85,9 @@ int main(void) {
                 layer(kernels[k], bls[b], nth, 37, 53, 141);
                 layer(kernels[k], bls[b], nth, 100, 96, 130);
             }
-    /* two row groups within 1.5 mc on 2 threads: one row group, cut by
-     * columns instead (40 rows under mc 36; outputs 200 and 160 wide) */
+    /* two row groups within 1.5 mc on 2 threads, C at least 4x wider than
+     * tall: one row group, cut by columns instead, each unit packing its own
+     * A (40 rows under mc 36; outputs 200 and 160 wide) */
     for (size_t k = 0; k < 2; k++) {
         layer(kernels[k], (gemm_bf16_blocking){64, 36, 256}, 2, 40, 160, 200);
         layer(kernels[k], (gemm_bf16_blocking){64, 36, 128}, 2, 40, 160, 200); /* and two column groups */

@@ -454,22 +454,31 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
         else if (round_up(rc, nth) <= ceil_div(M, MR))
             rc = round_up(rc, nth);
     }
-    /* Rows in as many groups as threads, within 1.5 mc (B*T = 256 rows under
-     * mc 180 on 2 threads: every forward and dinp GEMM of a T=64 step): one
-     * row group, the columns cut instead.  Row units each packed all of B
-     * their columns need (W^T in the forward, W's row pairs in dinp: twice
-     * per GEMM, 77 MB of wte each in the LM head's); column units pack their
-     * own share once, and A, packed once for all units (below), is small.
-     * Zen 4, 2 threads, medians of 20-60 alternated calls, cold or hot:
-     * 1.02-1.06x (the LM head's forward 1.02-1.03x, the rest 1.03-1.06x). */
-    if (nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && round_up(cg, nth) <= ceil_div(N, NR))
-        cg = round_up(cg, nth), rc = 1;
+    /* Rows in as many groups as threads, within 1.5 mc, and C at least four
+     * times wider than tall (B*T = 256 rows under mc 180 on 2 threads: the
+     * T=64 step's forward GEMMs into 2304, 3072 and 50304 columns, and the
+     * MLP projection's dinp): one row group, the columns cut instead.  Row
+     * units each packed all of the B their columns need (W^T in the forward,
+     * W's row pairs in dinp: 77 MB of wte for the LM head's forward); column
+     * units pack their own share of it once, and each its own copy of A (all
+     * rows, small beside B here).  Not the shared copy of A packed once for
+     * all units: on the Zen 4 host, in the phases when data written by one
+     * core and read by the other is slow (the vCPUs apart?), reading it ran
+     * ~8% below the row cut; each unit's own A holds up there.  Measured
+     * over minutes (both phases), medians of alternated calls, 2 threads:
+     * fc forward 412 against 388 GFLOP/s, qkv 411/398, LM head 416/405, the
+     * MLP projection's dinp 402/373.  For narrower C (768 or 2304 columns
+     * in dinp) A is as large as B and converted from fp32: no gain. */
+    const int cut_cols = nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && N >= 4 * M &&
+                         round_up(cg, nth) <= ceil_div(N, NR);
+    if (cut_cols) cg = round_up(cg, nth), rc = 1;
     const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
     const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
     /* An operand that several units would each pack again (A when C is cut
-     * into several column groups, B when into three or more row groups: B =
+     * into several column groups, but for the column cut above; B when into
+     * three or more row groups: B =
      * X in dweight was packed once per 384 rows of dW) is packed once, by all
      * threads, before the units run.  Not B for two row groups (measured at
      * B*T = 256 rows on 2 threads, before those became one row group, above):
@@ -485,7 +494,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * fits, accumulating into C, which is stored and reloaded exactly between
      * them (the same sums; each unit packing all of A again cost ~10%). */
     const size_t ablk = (size_t)kpmax * Mp * 4 * xw, bblk = (size_t)kpmax * Np * 4 * xw;
-    const int big_a = !xa.p && cg > 1 && (size_t)nblk * ablk > PREPACK_MAX, big_b = share_b && (size_t)nblk * bblk > PREPACK_MAX;
+    const int big_a = !xa.p && cg > 1 && !cut_cols && (size_t)nblk * ablk > PREPACK_MAX, big_b = share_b && (size_t)nblk * bblk > PREPACK_MAX;
     if ((big_a || big_b) && nblk > 1) {
         const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
         const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
@@ -504,7 +513,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     }
     prepacked pa = {NULL, (size_t)kpmax * Mp * xw}, pb = {NULL, (size_t)kpmax * Np * xw};
     uint32_t *pab = NULL, *pbb = NULL;
-    if (!xa.p && cg > 1 && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
+    if (!xa.p && cg > 1 && !cut_cols && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
     if (share_b && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
     if (pab || pbb) {
         /* chunks of panels, several per thread (one chunk per unit left a
