@@ -467,8 +467,9 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * ~8% below the row cut; each unit's own A holds up there.  Measured
      * over minutes (both phases), medians of alternated calls, 2 threads:
      * fc forward 412 against 388 GFLOP/s, qkv 411/398, LM head 416/405, the
-     * MLP projection's dinp 402/373.  For narrower C (768 or 2304 columns
-     * in dinp) A is as large as B and converted from fp32: no gain. */
+     * MLP projection's dinp 402/373.  For narrower C (768 columns: every
+     * other dinp, the projections' forward) A is about as large as B, and in
+     * dinp converted from fp32: no gain there (fc dinp 329 against 341). */
     const int cut_cols = nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && N >= 4 * M &&
                          round_up(cg, nth) <= ceil_div(N, NR);
     if (cut_cols) cg = round_up(cg, nth), rc = 1;
