@@ -31,4 +31,9 @@ static inline __attribute__((always_inline)) __m512i gpt2c_bf16_round_hi(__m512i
     return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000)); /* NaN: (u >> 16) | 0x40, quiet */
 }
 
+/* 16 floats -> 16 packed bf16 words (gpt2c_bf16_round_hi) */
+static inline __attribute__((always_inline)) __m256i gpt2c_bf16x16(__m512 x) {
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(x)), 16));
+}
+
 #endif

@@ -24,15 +24,10 @@ static inline __mmask16 lanes16(int k) {
     return k >= 16 ? (__mmask16)0xFFFF : k <= 0 ? (__mmask16)0 : (__mmask16)((1u << k) - 1);
 }
 
-/* 16 floats -> 16 bf16 (gpt2c_bf16_round_hi: nearest even, a NaN kept and made quiet) */
-static inline __m256i bf16x16(__m512 x) {
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(x)), 16));
-}
-
 /* n (<= 16) values of x to dst + i (elements of 4 or, bf16, 2 bytes) */
 static inline void store_n(void *dst, size_t i, __m512 x, int n, int bf16) {
     if (bf16)
-        _mm256_mask_storeu_epi16((uint16_t *)dst + i, lanes16(n), bf16x16(x));
+        _mm256_mask_storeu_epi16((uint16_t *)dst + i, lanes16(n), gpt2c_bf16x16(x));
     else
         _mm512_mask_storeu_ps((float *)dst + i, lanes16(n), x);
 }

@@ -344,10 +344,8 @@ static void softmax_xent_backward_bf16(float *probs_dlogits, const int32_t *targ
         const __m512 dl = _mm512_set1_ps(dloss);
         for (; i + 32 <= V; i += 32) {
             const __m512 a = _mm512_mul_ps(_mm512_loadu_ps(row + i), dl), b = _mm512_mul_ps(_mm512_loadu_ps(row + i + 16), dl);
-            const __m256i ha = _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(a)), 16));
-            const __m256i hb = _mm512_cvtepi32_epi16(_mm512_srli_epi32(gpt2c_bf16_round_hi(_mm512_castps_si512(b)), 16));
-            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i), ha);
-            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i + 32), hb);
+            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i), gpt2c_bf16x16(a));
+            _mm256_storeu_si256((__m256i *)(words + 2 * (size_t)i + 32), gpt2c_bf16x16(b));
         }
 #endif
         for (; i < Vp; i++) {
