@@ -34,4 +34,10 @@ static inline uint32_t gpt2c_bf16_f32_bits(float f) { return (uint32_t)gpt2c_bf1
 /* fp32 rounded through bf16 (the value a bf16 GEMM multiplies by). */
 static inline float gpt2c_bf16_round(float f) { return gpt2c_bf16_to_f32(gpt2c_bf16_from_f32(f)); }
 
+/* dst (rows, cols) = src (rows of cols bf16, ld apart) widened to fp32 (exact) */
+static inline void gpt2c_bf16_widen_rows(float *dst, const uint16_t *src, size_t rows, size_t cols, size_t ld) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[r * cols + c] = gpt2c_bf16_to_f32(src[r * ld + c]);
+}
+
 #endif

@@ -231,17 +231,19 @@ static void matmul_backward(float *dinp, float *dw, float *dbias, const float *d
  * rows' conversion (the LM head's dlogits: B*T x 50304) or their bytes. */
 static void matmul_backward_dout_bf16(float *dinp, float *dw, const uint16_t *dout, long ld, const float *inp,
                                       const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
-    if (wt->fmt != GPT2C_FMT_BF16) { /* not bf16 precision's case: widened, then the general op */
+    if (wt->fmt != GPT2C_FMT_BF16 && wt->fmt != GPT2C_FMT_F32) { /* a quantized weight: ref's, as matmul_backward's */
+        gpt2c_ref_matmul_backward_dout_bf16(dinp, dw, dout, ld, inp, wt, N, IC, OC, dw_acc);
+        return;
+    }
+    if (wt->fmt == GPT2C_FMT_F32) { /* not bf16 precision's case: widened, then the fp32 op */
         float *d = malloc(sizeof(float) * ((size_t)N * OC + 1));
         if (!d) { /* no silent wrong answer: NaN, as ref does on allocation failure */
             for (size_t i = 0; dinp && i < (size_t)N * IC; i++) dinp[i] = NAN;
             for (size_t i = 0; dw && i < (size_t)OC * IC; i++) dw[i] = NAN;
             return;
         }
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < OC; o++) d[(size_t)n * OC + o] = gpt2c_bf16_to_f32(dout[(size_t)n * ld + o]);
-        if (wt->fmt == GPT2C_FMT_F32) matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
-        else gpt2c_ref_matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
+        gpt2c_bf16_widen_rows(d, dout, (size_t)N, (size_t)OC, (size_t)ld);
+        matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
         free(d);
         return;
     }

@@ -85,8 +85,7 @@ void gpt2c_ref_matmul_backward_dout_bf16(float *dinp, float *dw, const uint16_t 
         fill_nan(dw, (size_t)OC * IC);
         return;
     }
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < OC; o++) d[(size_t)n * OC + o] = gpt2c_bf16_to_f32(dout[(size_t)n * ld + o]);
+    gpt2c_bf16_widen_rows(d, dout, (size_t)N, (size_t)OC, (size_t)ld);
     gpt2c_ref_matmul_backward(dinp, dw, NULL, d, inp, wt, N, IC, OC, dw_acc);
     free(d);
 }
