@@ -351,7 +351,6 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
          * tiles, while the next panel's source is prefetched into L2 across
          * them (packing the whole block first streamed it from memory with
          * the cores idle, then read it back from L3) */
-        line_walk next = {0, 0, 0, 0, 0, 0};
         if (!pb.p) pack_panels(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc, kc);
         const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
@@ -359,17 +358,17 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
             const uint32_t *bp = pb.p ? bbuf + (size_t)jr * kpw : bbuf0;
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
             int per = 0;
+            line_walk next = {0, 0, 0, 0, 0, 0};
             if (!pb.p && jr + NR < nb) {
                 next = walk_block(B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
-                per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
             } else if (!pb.p && pc + kc < K) {
                 /* the last panel: the next K block's first one, packed cold
                  * before (the LM head's dinp at B*T = 256: 33 K blocks of 6
                  * panels per unit; Zen 4, alternated calls, 1.02-1.04x) */
                 const int kn = K - pc - kc < kcmax ? K - pc - kc : kcmax;
                 next = walk_block(B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc + kc, kn);
-                per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
             }
+            if (next.runs) per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
             for (int ir = 0; ir < mb; ir += MR) {
                 if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
