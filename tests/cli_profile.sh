@@ -6,6 +6,7 @@ D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 TINY="--model gpt2 --layers 2 --heads 2 --embd 32 --vocab 128 --batch 2 --seq 8"
+export GPT2C_PEAK_ARRAY_MIB=8 # the memory probe's array: the contract is tested here, not the figure
 
 "$G" profile $TINY --steps 1 --trials 2 --warmup 1 --threads 1 --no-peak --out "$D/p" > "$D/out.txt" || fail "profile run"
 for f in trace.json summary.json ops.csv report.html report.txt top_ops.svg attention_vs_ffn.svg phases.svg roofline.svg scaling.svg; do
@@ -26,9 +27,17 @@ grep -q '% probe' "$D/out.txt" || fail "no % probe column"
 grep -q 'of the in-L2 GEMM probe beside each trial' "$D/out.txt" || fail "no probe finding"
 grep -q '"probe_gflops_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no probe"
 grep -q '"pct_of_probe"' "$D/p/summary.json" || fail "summary.json: no pct_of_probe"
-head -1 "$D/p/ops.csv" | grep -q ',pct_of_probe$' || fail "ops.csv: no pct_of_probe column"
-grep -q '^matmul_fc,.*,[0-9.]*[1-9][0-9.]*$' "$D/p/ops.csv" || fail "ops.csv: matmul_fc has no % probe"
-grep -q '^adamw,.*,$' "$D/p/ops.csv" || fail "ops.csv: adamw has a % probe"
+head -1 "$D/p/ops.csv" | grep -q ',pct_of_probe,pct_of_mem_probe$' || fail "ops.csv: no pct_of_probe, pct_of_mem_probe columns"
+grep -q '^matmul_fc,.*,[0-9.]*[1-9][0-9.]*,[0-9.]*$' "$D/p/ops.csv" || fail "ops.csv: matmul_fc has no % probe"
+grep -q '^adamw,.*,,[0-9.]*[1-9][0-9.]*$' "$D/p/ops.csv" || fail "ops.csv: adamw has a % probe, or no % mem probe"
+# the memory probe beside each trial (host backends): a header line, a "% mem probe" column, summary.json fields
+grep -q '^memory probe beside each trial: [0-9.]* GB/s (min [0-9.]*, max [0-9.]*; the faster of the update stream, [0-9.]*, and the read stream, [0-9.]*, over 8 MiB' \
+    "$D/out.txt" || fail "no memory probe line"
+grep -q '% mem probe' "$D/out.txt" || fail "no % mem probe column"
+grep -q '^adamw .* [0-9.]*$' "$D/out.txt" || fail "adamw row has no % mem probe"
+grep -q '"mem_probe_gb_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no mem probe"
+grep -q '"mem_probe_read_gb_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no mem probe read stream"
+grep -q '"mem_probe_update_gb_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no mem probe update stream"
 if command -v jq > /dev/null; then
     "$G" profile $TINY --trials 1 --warmup 1 --threads 1 --no-peak --no-counters --quiet --out "$D/p1" || fail "one-trial run"
     jq -e '.ops.matmul_fc as $o | ($o.pct_of_probe.mean - 100 * $o.gflops_per_s.mean / .step.probe_gflops_per_s.mean)
@@ -38,13 +47,21 @@ if command -v jq > /dev/null; then
            | (100 * ($m | map(.flops.mean) | add) / (($m | map(.ms.mean) | add) * 1e6) / .step.probe_gflops_per_s.mean) as $want
            | (.step.pct_of_probe.mean - $want) | fabs < 1e-3 * $want' "$D/p1/summary.json" > /dev/null \
         || fail "step pct_of_probe != all matmuls over the probe"
+    # the memory probe: the faster of its two streams; an op's % mem probe = 100 x GB/s / the stream of its
+    # pattern: AdamW's the update stream, the grad norm's the read stream
+    jq -e '.step | (.mem_probe_gb_per_s.mean - ([.mem_probe_read_gb_per_s.mean, .mem_probe_update_gb_per_s.mean] | max)) | fabs < 1e-6' \
+        "$D/p1/summary.json" > /dev/null || fail "mem probe != the faster of its streams"
+    jq -e '.ops.adamw as $o | ($o.pct_of_mem_probe.mean - 100 * $o.gb_per_s.mean / .step.mem_probe_update_gb_per_s.mean)
+           | fabs < 1e-3 * $o.pct_of_mem_probe.mean' "$D/p1/summary.json" > /dev/null || fail "adamw: pct_of_mem_probe != 100 x GB/s / update stream"
+    jq -e '.ops.grad_norm as $o | ($o.pct_of_mem_probe.mean - 100 * $o.gb_per_s.mean / .step.mem_probe_read_gb_per_s.mean)
+           | fabs < 1e-3 * $o.pct_of_mem_probe.mean' "$D/p1/summary.json" > /dev/null || fail "grad_norm: pct_of_mem_probe != 100 x GB/s / read stream"
 else
     echo "jq not installed: skipping the % probe arithmetic"
 fi
 # none with --no-probe
 "$G" profile $TINY --trials 1 --warmup 0 --threads 1 --no-peak --no-counters --no-probe --out "$D/np" > "$D/np.txt" || fail "--no-probe run"
-! grep -q 'GEMM probe\|% probe' "$D/np.txt" || fail "--no-probe: a probe was reported"
-! grep -q 'probe_gflops\|pct_of_probe' "$D/np/summary.json" || fail "--no-probe: summary.json has a probe"
+! grep -q 'GEMM probe\|% probe\|memory probe\|% mem probe' "$D/np.txt" || fail "--no-probe: a probe was reported"
+! grep -q 'probe_gflops\|pct_of_probe\|mem_probe' "$D/np/summary.json" || fail "--no-probe: summary.json has a probe"
 # beside bf16 matmuls, the bf16 GEMM's own probe (the pair engine's; fma forced keeps the AMX tiles, which have none, off)
 GPT2C_BF16_ENGINE=fma "$G" profile $TINY --trials 1 --warmup 0 --threads 1 --no-peak --no-counters --precision bf16 \
     --out "$D/bp" > "$D/bp.txt" || fail "bf16 run"

@@ -152,6 +152,30 @@ int main(void) {
     CHECK_MSG(o && strstr(o, "optimizer is 25.0% of the step (25.0 ms") && strstr(o, "at 50.0 GB/s = 50% of the 100.0 GB/s memory roof"),
               "%s", o ? o : "(none)");
 
+    /* the memory probe beside the trials: read stream 40, update 60 GB/s (the faster: 60), against that 100 GB/s
+     * roof.  The grad norm reading at 36 GB/s is at 90% of the read stream, AdamW at 57 at 95% of the update
+     * stream, each over the stream of its own pattern (session.c's finish_trial sets those; here by hand); at 60%
+     * of the roof the memory was slow, which is said */
+    CHECK(find_line(&s, lines, 16, "the memory gave") == NULL); /* no probe: nothing said */
+    CHECK(gpt2c_prof_op_reads(GPT2C_OP_GRAD_NORM) && gpt2c_prof_op_reads(GPT2C_OP_MATMUL_LMHEAD) && !gpt2c_prof_op_reads(GPT2C_OP_ADAMW));
+    set(&s, G_STEP, F_MEM_READ, 40), set(&s, G_STEP, F_MEM_UPDATE, 60), set(&s, G_STEP, F_MEM_PROBE, 60);
+    set(&s, G_OP0 + GPT2C_OP_GRAD_NORM, F_PCT_MEM_PROBE, 90), set(&s, G_OP0 + GPT2C_OP_ADAMW, F_PCT_MEM_PROBE, 95);
+    o = find_line(&s, lines, 16, "optimizer is");
+    CHECK_MSG(o && strstr(o, "at 50.0 GB/s = 50% of the 100.0 GB/s memory roof; beside the trials the grad norm read at 90% of the read "
+                             "stream (40.0 GB/s), AdamW at 95% of the update stream (60.0 GB/s))"),
+              "%s", o ? o : "(none)");
+    const char *mp = find_line(&s, lines, 16, "the memory gave");
+    CHECK_MSG(mp && strstr(mp, "the memory gave 60.0 GB/s beside the trials (60.0-60.0), 60% of its cached 100.0 GB/s roof") &&
+                  strstr(mp, "compare those by % mem probe"),
+              "%s", mp ? mp : "(none)");
+    /* at 80% of the roof (above 75%) the memory is not called slow */
+    set(&s, G_STEP, F_MEM_PROBE, 80);
+    CHECK(find_line(&s, lines, 16, "the memory gave") == NULL);
+    /* without the ops' figures, nothing of the probe in the optimizer's line */
+    s.stats[(G_OP0 + GPT2C_OP_GRAD_NORM) * F_COUNT + F_PCT_MEM_PROBE].n = 0;
+    o = find_line(&s, lines, 16, "optimizer is");
+    CHECK_MSG(o && strstr(o, "memory roof) ->"), "%s", o ? o : "(none)");
+
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;
     CHECK(gpt2c_prof_probe_peak_share(&s) == 0);

@@ -68,6 +68,23 @@ const char *gpt2c_peak_build(void);
  * else the FMA peak of `isa` (they then run on fp32 FMAs). */
 double gpt2c_peak_bf16_roof(const gpt2c_peak *p, gpt2c_isa isa);
 
+/* A memory probe to run beside timed work (profile: one before and after
+ * each trial): one array far larger than the last-level cache (4x the L3 the
+ * cores span, 128..512 MiB; `mib` > 0 another size), 2 MiB-aligned, advised
+ * into huge pages and first-touched by the threads that stream it, as the
+ * peak's arrays are, kept between runs so a run costs only its streams.
+ * read / update: the read stream and the in-place update stream (AdamW's
+ * pattern) on all cores, GB/s, the faster of two double passes (~10 ms each
+ * at 128 MiB and 50 GB/s).  A VM's memory bandwidth moves with its host:
+ * beside a trial, these say what the memory gave at that moment, where the
+ * cached peak says what it gave at its best.  NULL: no memory. */
+typedef struct gpt2c_mem_probe gpt2c_mem_probe;
+gpt2c_mem_probe *gpt2c_mem_probe_new(int mib);
+double gpt2c_mem_probe_read(gpt2c_mem_probe *p);
+double gpt2c_mem_probe_update(gpt2c_mem_probe *p);
+int gpt2c_mem_probe_mib(const gpt2c_mem_probe *p);
+void gpt2c_mem_probe_free(gpt2c_mem_probe *p);
+
 /* Measures without touching the cache. */
 gpt2c_status gpt2c_peak_measure(int threads, int runs, gpt2c_peak *out);
 

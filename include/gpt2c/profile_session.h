@@ -81,6 +81,21 @@ gpt2c_status gpt2c_profile_session_add_scaling(gpt2c_profile_session *s, const c
  * runs cache-using code slowly for a while (a VM's neighbour) does not read as
  * a slow GEMM.  Ignored when gflops <= 0. */
 void gpt2c_profile_session_set_probe(gpt2c_profile_session *s, double gflops, int threads);
+/* The memory probe (gpt2c/peak.h's gpt2c_mem_probe: its read and update
+ * streams on all cores, GB/s, over an array of `mib` MiB) measured beside the
+ * trial now open; call before that trial's trial_end.  The outputs then give
+ * each op's bandwidth as a % of the stream of its pattern ("% mem probe":
+ * read for the matmuls' weights, the attention's K/V cache and the grad
+ * norm; update for the ops that write what they read): against what the
+ * memory gave at that moment, where the cached peak's % is against what it
+ * gave at its best (a VM's memory moves with its host: 55 and 98 GB/s
+ * minutes apart on Zen 4).  Ignored unless both are > 0. */
+void gpt2c_profile_session_set_mem_probe(gpt2c_profile_session *s, double read_gbs, double update_gbs, int mib);
+/* Runs memory probe p (not owned; NULL: none) now and at the end of each
+ * trial, and gives each trial the mean of the runs before and after it
+ * (set_mem_probe): ~40 ms a run at 128 MiB, outside the steps. */
+struct gpt2c_mem_probe;
+void gpt2c_profile_session_attach_mem_probe(gpt2c_profile_session *s, struct gpt2c_mem_probe *p);
 /* Profiling cost: median step ms with profiling off, on (timers), on (timers + counters). */
 void gpt2c_profile_session_set_overhead(gpt2c_profile_session *s, double off_ms, double on_ms, double on_ctr_ms);
 

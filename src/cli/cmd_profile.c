@@ -20,6 +20,7 @@
 #include "cli/run_arg.h"
 #include "gpt2c/quant_model.h"
 #include "gpt2c/model.h"
+#include "gpt2c/peak.h"
 #include "gpt2c/profile_session.h"
 #include "gpt2c/train.h"
 #include "kernels/cpu/gemm_tune.h"
@@ -35,6 +36,7 @@ typedef struct {
     gpt2c_adamw_cfg opt;
     gpt2c_format prec; /* --precision */
     int probe_threads; /* > 0: the in-L2 GEMM probe beside each trial, on these threads */
+    gpt2c_mem_probe *mem; /* the memory probe beside each trial; NULL: none */
 } run_ctx;
 
 /* Seeded random tokens: the step's batch source (timed as the data phase). */
@@ -86,6 +88,7 @@ static double probe_now(const run_ctx *r) {
 static gpt2c_status run_trials(gpt2c_model *m, gpt2c_profile_session **out, const gpt2c_profile_opts *o, run_ctx *r) {
     for (int i = 0; i < r->warmup; i++) GPT2C_TRY(run_step(m, NULL, -1 - i, r));
     GPT2C_TRY(gpt2c_profile_session_begin(out, m, o));
+    gpt2c_profile_session_attach_mem_probe(*out, r->mem);
     int step = 0;
     double before = probe_now(r);
     for (int t = 0; t < r->trials; t++) {
@@ -158,7 +161,7 @@ int cmd_profile(int argc, char **argv) {
         {"--no-counters", CLI_FLAG, &no_counters, "no perf_event counters", 0, 0},
         {"--no-hw-counters", CLI_FLAG, &no_hw, "software counters only", 0, 0},
         {"--no-peak", CLI_FLAG, &no_peak, "skip the machine peaks (no roofline roofs)", 0, 0},
-        {"--no-probe", CLI_FLAG, &no_probe, "no in-L2 GEMM probe beside each trial (cpu backend, training: the matmuls' % probe)", 0, 0},
+        {"--no-probe", CLI_FLAG, &no_probe, "no probes beside each trial: the in-L2 GEMM probe (cpu backend, training: the matmuls' % probe) and the memory probe (% mem probe)", 0, 0},
         {"--overhead", CLI_FLAG, &overhead, "also measure the profiler's own cost (off / timers / counters)", 0, 0},
         {"--quiet", CLI_FLAG, &quiet, "do not print the tables", 0, 0},
         {"--infer", CLI_FLAG, &infer,
@@ -237,13 +240,16 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 0; i < argc && k < (int)sizeof cmdline; i++)
         k += snprintf(cmdline + k, sizeof cmdline - (size_t)k, " %s", argv[i]);
 
-    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32, 0};
+    run_ctx r = {B, T, steps, trials, warmup, gpt2c_model_config(m)->vocab_size, (unsigned long long)seed, NULL, NULL, {0}, {0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0}, GPT2C_FMT_F32, 0, NULL};
     gpt2c_precision_parse(precision, &r.prec);
     /* the probe is the cpu backend's micro-kernel of the run's precision (bf16: the pair engine; none, a 0, where
      * the bf16 GEMMs run on AMX tiles): beside that backend's matmuls only */
     if (!no_probe && !infer && !strcmp(bk[0], "cpu") && !gpt2c_model_qweights(m) &&
         (r.prec == GPT2C_FMT_F32 || r.prec == GPT2C_FMT_BF16))
         r.probe_threads = main_threads;
+    /* the memory probe: the host's memory, beside backends that run on it */
+    if (!no_probe && (!strcmp(bk[0], "cpu") || !strcmp(bk[0], "blas")) && !(r.mem = gpt2c_mem_probe_new(0)) && !quiet)
+        fprintf(stderr, "gpt2c profile: no memory for the memory probe: none beside the trials\n");
     gpt2c_rng_seed(&r.rng, (uint64_t)seed, 77);
     r.tokens = malloc(sizeof(int32_t) * (size_t)B * T);
     r.targets = malloc(sizeof(int32_t) * (size_t)B * T);
@@ -283,7 +289,7 @@ int cmd_profile(int argc, char **argv) {
                 precision_run_tag(r.prec, bk[0]), main_threads, warmup, trials, steps);
     for (int bi = 0; bi < nb && !quiet; bi++)
         if (strcmp(bk[bi], "blas") == 0) fprintf(stderr, "gpt2c profile: blas: %s\n", gpt2c_blas_describe());
-    const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed, decode_only};
+    const profile_infer_cfg ic = {B, T, decode, steps, trials, warmup, (unsigned long long)seed, decode_only, r.mem};
     if (infer ? profile_infer_run(m, &ic, &o, &s) != GPT2C_OK : run_trials(m, &s, &o, &r) != GPT2C_OK) {
         cli_fail_status(CMD);
         goto done;
@@ -291,6 +297,8 @@ int cmd_profile(int argc, char **argv) {
     /* sweep: every backend x thread count; the main run is one of the points */
     if (nb * threads.n > 1) {
         r.probe_threads = 0; /* sweep points report step times only */
+        gpt2c_mem_probe_free(r.mem);
+        r.mem = NULL;
         for (int bi = 0; bi < nb; bi++)
             for (int ti = 0; ti < threads.n; ti++) {
                 int th = threads.items[ti];
@@ -343,6 +351,7 @@ int cmd_profile(int argc, char **argv) {
     ret = 0;
 done:
     gpt2c_profile_session_free(s);
+    gpt2c_mem_probe_free(r.mem);
     gpt2c_model_free(m);
     free(r.tokens);
     free(r.targets);

@@ -60,6 +60,7 @@ gpt2c_status profile_infer_run(gpt2c_model *m, const profile_infer_cfg *c, const
     for (int i = 0; st == GPT2C_OK && i < c->warmup; i++) st = infer_step(m, s, NULL, -1 - i, c, prompt, ids, cfg->vocab_size);
     if (st == GPT2C_OK) st = gpt2c_profile_session_begin(out, m, o);
     if (st == GPT2C_OK) gpt2c_profile_session_set_tokens(*out, c->B, (c->decode_only ? 0 : c->T) + c->decode); /* tokens through the model per step */
+    if (st == GPT2C_OK) gpt2c_profile_session_attach_mem_probe(*out, c->mem);
     int step = 0;
     for (int t = 0; st == GPT2C_OK && t < c->trials; t++) {
         for (int i = 0; st == GPT2C_OK && i < c->steps; i++) st = infer_step(m, s, *out, step++, c, prompt, ids, cfg->vocab_size);

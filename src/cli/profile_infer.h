@@ -11,6 +11,7 @@ typedef struct {
     int steps, trials, warmup; /* as for training profiles */
     unsigned long long seed;   /* the random prompt */
     int decode_only;           /* the prefill runs before each step, unprofiled: a step is the decode steps alone */
+    struct gpt2c_mem_probe *mem; /* the memory probe beside each trial (gpt2c/peak.h); NULL: none */
 } profile_infer_cfg;
 
 /* Warm-up, then trials x steps profiled inference steps in a new session (*out). */

@@ -124,30 +124,76 @@ static size_t probe_bytes(size_t bytes) {
     return e && atoi(e) >= 1 && atoi(e) <= 4096 ? (size_t)atoi(e) << 20 : bytes;
 }
 
-double gpt2c_peak_update_spot(int mib) {
-    const int threads = omp_get_num_procs();
-    const size_t bytes = probe_bytes((size_t)(mib > 0 ? mib : 256) << 20), n = bytes / sizeof(float);
-    float *x = alloc_probe(bytes);
-    if (!x) return 0;
-    first_touch(x, 1.0f, n, threads);
+/* The bytes of a probe array: `times` x the L3 the cores span, within [lo, hi] MiB
+ * (GPT2C_PEAK_ARRAY_MIB overrides it) */
+static size_t l3_multiple_bytes(int threads, int times, int lo_mib, int hi_mib) {
+    const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
+    /* the L3 the cores span: one instance per l3_share logical CPUs */
+    const int inst = cs->l3_share > 0 ? (threads + cs->l3_share - 1) / cs->l3_share : 1;
+    size_t bytes = (size_t)times * (size_t)(cs->l3 > 0 ? cs->l3 : 32l << 20) * (size_t)inst;
+    if (bytes < ((size_t)lo_mib << 20)) bytes = (size_t)lo_mib << 20;
+    if (bytes > ((size_t)hi_mib << 20)) bytes = (size_t)hi_mib << 20;
+    return probe_bytes(bytes);
+}
+
+struct gpt2c_mem_probe {
+    float *x;
+    size_t n;
+    int threads, mib;
+};
+
+gpt2c_mem_probe *gpt2c_mem_probe_new(int mib) {
+    gpt2c_mem_probe *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->threads = omp_get_num_procs();
+    const size_t bytes = mib > 0 ? probe_bytes((size_t)mib << 20) : l3_multiple_bytes(p->threads, 4, 128, 512);
+    p->n = bytes / sizeof(float);
+    p->mib = (int)(bytes >> 20);
+    p->x = alloc_probe(bytes);
+    if (!p->x) {
+        free(p);
+        return NULL;
+    }
+    first_touch(p->x, 1.0f, p->n, p->threads);
+    return p;
+}
+
+double gpt2c_mem_probe_update(gpt2c_mem_probe *p) {
     double best = 0;
     for (int r = 0; r < 2; r++) {
-        const double g = run_kernel(K_UPDATE, NULL, NULL, x, n, threads, 2);
+        const double g = run_kernel(K_UPDATE, NULL, NULL, p->x, p->n, p->threads, 2);
         if (g > best) best = g;
     }
-    free(x);
     return best;
+}
+
+double gpt2c_mem_probe_read(gpt2c_mem_probe *p) {
+    double best = 0;
+    for (int r = 0; r < 2; r++) {
+        const double g = run_kernel(K_READ, p->x, NULL, NULL, p->n, p->threads, 2);
+        if (g > best) best = g;
+    }
+    return best;
+}
+
+int gpt2c_mem_probe_mib(const gpt2c_mem_probe *p) { return p->mib; }
+
+void gpt2c_mem_probe_free(gpt2c_mem_probe *p) {
+    if (!p) return;
+    free(p->x);
+    free(p);
+}
+
+double gpt2c_peak_update_spot(int mib) {
+    gpt2c_mem_probe *p = gpt2c_mem_probe_new(mib > 0 ? mib : 256);
+    const double g = p ? gpt2c_mem_probe_update(p) : 0;
+    gpt2c_mem_probe_free(p);
+    return g;
 }
 
 gpt2c_status gpt2c_peak_measure_bw(int runs, gpt2c_peak *o) {
     const int threads = omp_get_num_procs();
-    const gpt2c_cpu_cache_sizes *cs = gpt2c_cpu_caches();
-    /* the L3 the cores span: one instance per l3_share logical CPUs */
-    const int inst = cs->l3_share > 0 ? (threads + cs->l3_share - 1) / cs->l3_share : 1;
-    size_t bytes = (size_t)8 * (size_t)(cs->l3 > 0 ? cs->l3 : 32l << 20) * (size_t)inst;
-    if (bytes < ((size_t)256 << 20)) bytes = (size_t)256 << 20;
-    if (bytes > ((size_t)1 << 30)) bytes = (size_t)1 << 30;
-    bytes = probe_bytes(bytes);
+    const size_t bytes = l3_multiple_bytes(threads, 8, 256, 1024);
     const size_t n = bytes / sizeof(float);
     float *x = alloc_probe(bytes), *y = alloc_probe(bytes), *z = alloc_probe(bytes);
     if (!x || !y || !z) {

@@ -78,11 +78,15 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         }
     }
     {
-        static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound", "% probe"};
-        const int probe = S_have(s, G_STEP, F_PROBE); /* a column only when the probe ran */
+        static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound",
+                                        "% probe", "% mem probe"};
+        static const char *const H_MEM[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound",
+                                            "% mem probe"};
+        /* a column for each probe that ran */
+        const int probe = S_have(s, G_STEP, F_PROBE), mem = S_have(s, G_STEP, F_MEM_PROBE), mem_col = 10 + probe;
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-top-ops";
-        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", H, probe ? 11 : 10);
+        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", probe || !mem ? H : H_MEM, 10 + probe + mem);
         int order[GPT2C_OP_COUNT], k = 0;
         for (int o = 0; o < GPT2C_OP_COUNT; o++)
             if (S_have(s, G_OP0 + o, F_MS)) order[k++] = o;
@@ -106,6 +110,10 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             stat_cell(t, r, 8, s, g, F_AI, "%.2f");
             gpt2c_tbl_set(t, r, 9, "%s", gpt2c_prof_bound(s, g)[0] ? gpt2c_prof_bound(s, g) : "-");
             if (probe) stat_cell(t, r, 10, s, g, F_PCT_PROBE, "%.1f");
+            /* % mem probe for the memory-bound ops (by the roofline; without a peak, those that are not matmuls) */
+            const int mem_op = s->have_peak ? !strcmp(gpt2c_prof_bound(s, g), "memory-bound") : !gpt2c_op_is_matmul((gpt2c_op)order[i]);
+            if (mem && mem_op) stat_cell(t, r, mem_col, s, g, F_PCT_MEM_PROBE, "%.1f");
+            else if (mem) gpt2c_tbl_set(t, r, mem_col, "-");
         }
     }
     {
@@ -240,6 +248,17 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                            "product that stays in L2, %d thread%s); %% probe: a matmul's rate over it%s", pre, p->mean, of_peak,
                         p->min, p->max, s->bf16_matmuls ? "bf16 GEMM's" : "fp32", s->probe_threads,
                         s->probe_threads == 1 ? "" : "s", post);
+    }
+    if (S_have(s, G_STEP, F_MEM_PROBE)) {
+        const gpt2c_stat *p = S_stat(s, G_STEP, F_MEM_PROBE);
+        char of_roof[96] = "";
+        if (s->have_peak && !s->peak_device && s->peak.mem_gbs > 0)
+            snprintf(of_roof, sizeof of_roof, " = %.0f%% of the cached %.1f GB/s memory roof", 100 * p->mean / s->peak.mem_gbs, s->peak.mem_gbs);
+        gpt2c_sb_printf(b, "%smemory probe beside each trial: %.1f GB/s%s (min %.1f, max %.1f; the faster of the update stream, %.1f, and "
+                           "the read stream, %.1f, over %d MiB on all cores); %% mem probe: a memory-bound op's GB/s over the stream of its "
+                           "pattern (read: the matmuls' weights, the attention's K/V, the grad norm; update: the rest)%s",
+                        pre, p->mean, of_roof, p->min, p->max, S_have(s, G_STEP, F_MEM_UPDATE) ? S_mean(s, G_STEP, F_MEM_UPDATE) : 0.0,
+                        S_have(s, G_STEP, F_MEM_READ) ? S_mean(s, G_STEP, F_MEM_READ) : 0.0, s->mem_probe_mib, post);
     }
     if (s->ovh_off > 0)
         gpt2c_sb_printf(b, "%sprofiling cost: off %.2f ms, timers %.2f ms (%+.2f%%), timers+counters %.2f ms (%+.2f%%) per step (medians)%s",
@@ -401,7 +420,7 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
 }
 
 void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
-    gpt2c_sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct,pct_of_probe\n");
+    gpt2c_sb_puts(b, "op,layer_type,calls_per_step,ms_mean,ms_std,ms_min,ms_max,pct_of_step,avg_us,gflops_per_s,gb_per_s,flops_per_byte,bound,cpu_util_pct,pct_of_probe,pct_of_mem_probe\n");
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
         int g = G_OP0 + o;
         if (!S_have(s, g, F_MS)) continue;
@@ -419,6 +438,8 @@ void gpt2c_prof_render_ops_csv(gpt2c_profile_session *s, sbuf *b) {
         if (S_have(s, g, F_CPU_UTIL)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_CPU_UTIL));
         gpt2c_sb_puts(b, ",");
         if (S_have(s, g, F_PCT_PROBE)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_PCT_PROBE));
+        gpt2c_sb_puts(b, ",");
+        if (S_have(s, g, F_PCT_MEM_PROBE)) gpt2c_sb_printf(b, "%.2f", S_mean(s, g, F_PCT_MEM_PROBE));
         gpt2c_sb_puts(b, "\n");
     }
 }

@@ -33,7 +33,9 @@ const char *gpt2c_field_name(int f) {
     static const char *const D[] = {"gflops_per_s", "gb_per_s", "flops_per_byte", "pct_of_step", "cpu_util_pct",
                                     "cpi", "l1d_mpki", "llc_mpki", "branch_mpki", "frontend_bound",
                                     "bad_speculation", "backend_bound", "retiring", "smt_contention",
-                                    "memory_bound", "core_bound", "probe_gflops_per_s", "pct_of_probe"};
+                                    "memory_bound", "core_bound", "probe_gflops_per_s", "pct_of_probe",
+                                    "mem_probe_read_gb_per_s", "mem_probe_update_gb_per_s", "mem_probe_gb_per_s",
+                                    "pct_of_mem_probe"};
     if (f < F_CTR0) return N[f];
     if (f < F_GFLOPS) return gpt2c_ctr_name((gpt2c_ctr)(f - F_CTR0));
     return f < F_COUNT ? D[f - F_GFLOPS] : "?";
@@ -313,8 +315,21 @@ void gpt2c_profile_session_step_end(gpt2c_profile_session *s) {
     if (s->auto_trials) finish_trial(s);
 }
 
+void gpt2c_profile_session_attach_mem_probe(gpt2c_profile_session *s, gpt2c_mem_probe *p) {
+    s->mem = p;
+    if (!p) return;
+    s->mem_before[0] = gpt2c_mem_probe_read(p);
+    s->mem_before[1] = gpt2c_mem_probe_update(p);
+}
+
 void gpt2c_profile_session_trial_end(gpt2c_profile_session *s) {
     if (s->in_step) gpt2c_profile_session_step_end(s);
+    if (s->acc_steps > 0 && s->mem) { /* after this trial, before the next: its figure the mean of the two beside it */
+        const double read = gpt2c_mem_probe_read(s->mem), update = gpt2c_mem_probe_update(s->mem);
+        gpt2c_profile_session_set_mem_probe(s, 0.5 * (s->mem_before[0] + read), 0.5 * (s->mem_before[1] + update),
+                                            gpt2c_mem_probe_mib(s->mem));
+        s->mem_before[0] = read, s->mem_before[1] = update;
+    }
     if (s->acc_steps > 0) finish_trial(s);
 }
 
@@ -388,6 +403,19 @@ static void finish_trial(gpt2c_profile_session *s) {
         if (ms > 0) v[G_STEP * F_COUNT + F_PCT_PROBE] = 100 * flops / (ms * 1e6) / s->trial_probe;
         s->trial_probe = 0;
     }
+    /* the memory probe taken beside this trial: each op's bandwidth over the stream of its own pattern */
+    if (s->trial_mem_read > 0 && s->trial_mem_update > 0) {
+        double *st = v + G_STEP * F_COUNT;
+        st[F_MEM_READ] = s->trial_mem_read;
+        st[F_MEM_UPDATE] = s->trial_mem_update;
+        st[F_MEM_PROBE] = s->trial_mem_read > s->trial_mem_update ? s->trial_mem_read : s->trial_mem_update;
+        for (int o = 0; o < GPT2C_OP_COUNT; o++) {
+            double *x = v + (G_OP0 + o) * F_COUNT;
+            const double stream = gpt2c_prof_op_reads(o) ? s->trial_mem_read : s->trial_mem_update;
+            if (isfinite(x[F_GBS]) && x[F_GBS] > 0) x[F_PCT_MEM_PROBE] = 100 * x[F_GBS] / stream;
+        }
+        s->trial_mem_read = s->trial_mem_update = 0;
+    }
     for (int i = 0; i < M_COUNT; i++) { /* Welford */
         double x = v[i];
         if (!isfinite(x)) continue;
@@ -445,6 +473,23 @@ void gpt2c_profile_session_set_probe(gpt2c_profile_session *s, double gflops, in
     if (!(gflops > 0)) return;
     s->trial_probe = gflops;
     s->probe_threads = threads;
+}
+
+int gpt2c_prof_op_reads(int op) {
+    switch (op) {
+    case GPT2C_OP_MATMUL_QKV: case GPT2C_OP_MATMUL_ATTPROJ: case GPT2C_OP_MATMUL_FC: case GPT2C_OP_MATMUL_FCPROJ:
+    case GPT2C_OP_MATMUL_LMHEAD: /* the weights (decode streams them) */
+    case GPT2C_OP_ATTENTION:     /* the K/V cache in decode */
+    case GPT2C_OP_GRAD_NORM: case GPT2C_OP_DATA_LOAD: return 1;
+    default: return 0; /* what they read they write back or write elsewhere: AdamW, the norms, gelu, the loss */
+    }
+}
+
+void gpt2c_profile_session_set_mem_probe(gpt2c_profile_session *s, double read_gbs, double update_gbs, int mib) {
+    if (!(read_gbs > 0) || !(update_gbs > 0)) return;
+    s->trial_mem_read = read_gbs;
+    s->trial_mem_update = update_gbs;
+    s->mem_probe_mib = mib;
 }
 
 void gpt2c_profile_session_set_overhead(gpt2c_profile_session *s, double off_ms, double on_ms, double on_ctr_ms) {

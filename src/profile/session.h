@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "gpt2c/peak.h"
 #include "gpt2c/profile_session.h"
 #include "profile/counters.h"
 #include "profile/sbuf.h"
@@ -32,6 +33,9 @@ enum {
     F_TD_FE, F_TD_BS, F_TD_BE, F_TD_RET, F_TD_SMT, F_TD_MEM, F_TD_CORE,
     F_PROBE,     /* G_STEP only: the in-L2 GEMM probe beside the trial, GFLOP/s (set_probe) */
     F_PCT_PROBE, /* matmul ops: their GFLOP/s as a % of that probe; G_STEP: all matmuls' together */
+    F_MEM_READ, F_MEM_UPDATE, /* G_STEP only: the memory probe's read and update streams beside the trial, GB/s */
+    F_MEM_PROBE,     /* G_STEP only: the faster of the two, the memory's ceiling at that moment */
+    F_PCT_MEM_PROBE, /* ops: their GB/s as a % of the probe's stream of their pattern (gpt2c_prof_op_reads) */
     F_COUNT
 };
 #define M_COUNT (G_COUNT * F_COUNT)
@@ -105,6 +109,10 @@ struct gpt2c_profile_session {
     double ovh_off, ovh_on, ovh_ctr;
     double trial_probe; /* GFLOP/s of the probe beside the open trial; 0: none */
     int probe_threads;  /* the threads it ran on (for the report) */
+    double trial_mem_read, trial_mem_update; /* GB/s of the memory probe beside the open trial; 0: none */
+    int mem_probe_mib;                       /* its array (for the report) */
+    gpt2c_mem_probe *mem;                    /* attached: run at each trial's end (not owned) */
+    double mem_before[2];                    /* its read and update streams at the open trial's start */
 };
 
 static inline double S_mean(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].mean; }
@@ -124,6 +132,12 @@ double gpt2c_prof_probe_roof(const gpt2c_profile_session *s);
  * (the peak is taken on peak.threads; the probe may run on fewer); 0 when
  * either is missing or the peak is a device's. */
 double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s);
+
+/* 1 if op o's memory traffic is reads (the matmuls' weights, the attention's
+ * K/V cache in decode, the grad norm): its % mem probe is over the probe's
+ * read stream; 0: over its update stream (what an op reads it writes back or
+ * writes elsewhere, as AdamW, the norms and gelu do: bytes both ways) */
+int gpt2c_prof_op_reads(int o);
 
 /* writers */
 gpt2c_status gpt2c_prof_write_trace(gpt2c_profile_session *s, sbuf *b);
