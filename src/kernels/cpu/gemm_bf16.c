@@ -76,7 +76,7 @@ static void kern_scalar_4x16(int kp, const uint32_t *a, const uint32_t *b, float
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL, NULL, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_scalar = {"scalar", 4, 16, kern_scalar_4x16, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 const gemm_bf16_isa_kernel *gpt2c_cpu_gemm_bf16_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -379,11 +379,14 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                 else if (xa.p) /* the edge panel */
                     ap = abuf0;
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                if (ir + MR < mb) /* the next tile's C is loaded, or written over, first thing: fetch it now */
-                    for (int r = 0; r < MR; r++)
+                if (ir + MR < mb) /* the next tile's C is loaded, or written over, first thing: fetch it now (its
+                                   * rows only: the unit's next rows can be another unit's, being written) */
+                    for (int r = 0; r < MR && ir + MR + r < mb; r++)
                         for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
                     run_tile(kk, kp, ap, ars, acs, bp, c, ldc, load_c, bi);
+                } else if (nr == NR && kk->kern_rows && !xa.p) { /* the unit's last rows */
+                    kk->kern_rows(mr, kp, ap, bp, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
                     float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
                     float bpad[NR_MAX] __attribute__((aligned(64)));
@@ -472,7 +475,11 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     const int cut_cols = nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && N >= 4 * M &&
                          round_up(cg, nth) <= ceil_div(N, NR);
     if (cut_cols) cg = round_up(cg, nth), rc = 1;
-    const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
+    /* rows per unit: whole tiles, or an even split where the kernel runs a
+     * unit's last rows at their own cost (kern_rows) and no A packed once
+     * for all units has to line up with its panels (the shared A below) */
+    const int even_rows = kk->kern_rows && (xa.p || cg == 1 || cut_cols);
+    const int NCU = round_up(ceil_div(N, cg), NR), MCU = even_rows ? ceil_div(M, rc) : round_up(ceil_div(M, rc), MR);
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
     const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
@@ -540,7 +547,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
-        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * (xa.p ? MR : MCU) * xw); /* swapped rows: the edge panel */
+        uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * (xa.p ? MR : round_up(MCU, MR)) * xw); /* swapped rows: the edge panel */
         uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw);
         if (ab && bb)
             gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, xa, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);

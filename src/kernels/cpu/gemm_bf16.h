@@ -70,6 +70,14 @@ typedef struct {
      * P words into 2*rows rows of P floats); returns 0 for a P it does not
      * handle (the portable loop then runs). */
     int (*expand)(uint32_t *buf, long rows, int P);
+    /* Optional: kern on the first `rows` (1..mr-1) rows of a tile, full NR
+     * columns, A still an mr-row panel; writes those rows of C only.  With
+     * it a unit's last rows cost rows/mr of a tile (without it, a whole
+     * tile on zero-padded rows, through a buffer), so the driver splits rows
+     * evenly, not in whole tiles (B*T = 256 rows on 2 threads: 128 + 128, 21
+     * tiles and 2 rows each, where 132 + 124 gave one thread 22 tiles). */
+    void (*kern_rows)(int rows, int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+                      const float *bias);
 } gemm_bf16_isa_kernel;
 
 /* 32-bit words per packed element pair in kk's panels: 1 (a pair word), or 2

@@ -7,4 +7,4 @@
 
 /* the driver runs its GEMMs on fp32 panels with the fp32 6 x 16 kernel */
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx2 = {"avx2-fp32", 6,    16,   NULL, NULL,
-                                                          NULL,        NULL, NULL, &gpt2c_gemm_kernel_avx2, NULL};
+                                                          NULL,        NULL, NULL, &gpt2c_gemm_kernel_avx2, NULL, NULL};

@@ -1,7 +1,8 @@
 /* AVX-512 bf16 GEMM (gemm_bf16.h):
  *   avx512bf16: a 6 x 64 micro-kernel, 24 zmm accumulators; per pair of k, 4
  *               loads of B (64 columns x 2 k), 6 broadcast A words, 24
- *               vdpbf16ps (32 multiply-adds each: twice an fp32 FMA's).
+ *               vdpbf16ps (32 multiply-adds each: twice an fp32 FMA's);
+ *               and its 1..5-row forms for a unit's last rows.
  *   avx512f:    for CPUs without AVX512_BF16, no pair micro-kernel: the
  *               driver and the bf16 attention expand their pair panels to
  *               fp32 (expand_rows below: each word's high half, odd k, then
@@ -13,11 +14,15 @@
 #include "kernels/cpu/bf16_split_avx512.h"
 #include "kernels/cpu/gemm_bf16.h"
 
-static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
-                         const float *bias) {
+/* R x 64 tiles (R <= 6) on a 6-row A panel: kern_dp_6x64 for full tiles, and
+ * the first R rows of one for a unit's last rows (kern_dp_rows), at R/6 of a
+ * tile's vdpbf16ps instead of a whole tile on zero rows.  Each element gets
+ * the same adds in the same order either way. */
+static inline __attribute__((always_inline)) void kern_dp_rx64(const int R, int kp, const uint32_t *a, const uint32_t *b,
+                                                               float *C, long ldc, int load_c, const float *bias) {
     __m512 c[6][4];
 #pragma GCC unroll 6
-    for (int r = 0; r < 6; r++)
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
@@ -26,7 +31,7 @@ static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C,
         const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16),
                        b2 = (__m512bh)_mm512_loadu_si512(b + 32), b3 = (__m512bh)_mm512_loadu_si512(b + 48);
 #pragma GCC unroll 6
-        for (int r = 0; r < 6; r++) {
+        for (int r = 0; r < R; r++) {
             const __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[r]);
             c[r][0] = _mm512_dpbf16_ps(c[r][0], ar, b0);
             c[r][1] = _mm512_dpbf16_ps(c[r][1], ar, b1);
@@ -35,9 +40,25 @@ static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C,
         }
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < 6; r++)
+    for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
+}
+
+static void kern_dp_6x64(int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+                         const float *bias) {
+    kern_dp_rx64(6, kp, a, b, C, ldc, load_c, bias);
+}
+
+static void kern_dp_rows(int rows, int kp, const uint32_t *a, const uint32_t *b, float *C, long ldc, int load_c,
+                         const float *bias) {
+    switch (rows) {
+    case 1: kern_dp_rx64(1, kp, a, b, C, ldc, load_c, bias); break;
+    case 2: kern_dp_rx64(2, kp, a, b, C, ldc, load_c, bias); break;
+    case 3: kern_dp_rx64(3, kp, a, b, C, ldc, load_c, bias); break;
+    case 4: kern_dp_rx64(4, kp, a, b, C, ldc, load_c, bias); break;
+    default: kern_dp_rx64(5, kp, a, b, C, ldc, load_c, bias); break;
+    }
 }
 /* Six rows of pair words (row r at src + r*ld, nb <= 6 of them, zero rows
  * past nb) into an A panel dst[q*6 + r], q < kq: 16 words of each row in a
@@ -126,8 +147,9 @@ static void bf16_2rows(uint32_t *d, const uint16_t *s0, const uint16_t *s1, int 
     }
 }
 
-const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,         64,        kern_dp_6x64, pack_words,
-                                                                f32_pairs,    f32_2rows, bf16_2rows, NULL, NULL};
+const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512bf16 = {"avx512bf16", 6,         64,         kern_dp_6x64, pack_words,
+                                                                f32_pairs,    f32_2rows, bf16_2rows, NULL,         NULL,
+                                                                kern_dp_rows};
 
 /* fp32 panels (gemm_bf16.h `expand`): rows of P pair words -> two rows of P
  * floats each (the high halves, then the low), in place, from the back.
@@ -182,4 +204,4 @@ static int expand_rows(uint32_t *buf, long rows, int P) {
 /* the driver runs its GEMMs on fp32 panels with the fp32 6 x 64 kernel */
 const gemm_bf16_isa_kernel gpt2c_gemm_bf16_kernel_avx512f = {"avx512f-fp32", 6,         64,         NULL,
                                                              pack_words,     f32_pairs, f32_2rows,  bf16_2rows,
-                                                             &gpt2c_gemm_kernel_avx512, expand_rows};
+                                                             &gpt2c_gemm_kernel_avx512, expand_rows, NULL};
