@@ -52,7 +52,7 @@ static void kern_scalar_4x16(int K, const float *a, long rsa, long csa, const fl
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) C[r * ldc + j] = c[r][j];
 }
-static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16, NULL};
+static const gemm_isa_kernel gemm_kernel_scalar = {4, 16, kern_scalar_4x16, NULL, NULL};
 
 static const gemm_isa_kernel *pick_kernel(gpt2c_isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -194,11 +194,14 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                     a = apan, ars = 1, acs = MR;
                 }
                 float *c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                if (ir + MR < mb) /* the next tile's C is loaded, or written over, first thing: fetch it now */
-                    for (int r = 0; r < MR; r++)
+                if (ir + MR < mb) /* the next tile's C is loaded, or written over, first thing: fetch it now (its
+                                   * rows only: the unit's next rows can be another unit's, being written) */
+                    for (int r = 0; r < MR && ir + MR + r < mb; r++)
                         for (int j = 0; j < nr; j += 16) __builtin_prefetch(c + (size_t)(MR + r) * ldc + j, 1);
                 if (mr == MR && nr == NR) {
                     kk->kern(kc, a, ars, acs, bp, ldb, c, ldc, load_c, bi);
+                } else if (nr == NR && kk->kern_rows) { /* the unit's last rows */
+                    kk->kern_rows(mr, kc, a, ars, acs, bp, ldb, c, ldc, load_c, bi);
                 } else { /* edge tile: through a full-size buffer */
                     float tmp[MR_MAX * NR_MAX] __attribute__((aligned(64)));
                     float bpad[NR_MAX] __attribute__((aligned(64)));
@@ -292,7 +295,8 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
         else if (rows_ok)
             rc = round_up(rc, nth);
     }
-    const int NCU = round_up(ceil_div(N, cg), NR), MCU = round_up(ceil_div(M, rc), MR);
+    /* rows per unit: whole tiles, or an even split where the kernel runs a unit's last rows at their own cost */
+    const int NCU = round_up(ceil_div(N, cg), NR), MCU = kk->kern_rows ? ceil_div(M, rc) : round_up(ceil_div(M, rc), MR);
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
     const int units = cg * rc;
@@ -302,7 +306,7 @@ void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
         /* sized by this call's units (the blocking may be retuned between calls) */
         float *bb = gpt2c_cpu_grow_buffer(&tl_bbuf, &tl_bcap, (size_t)kcb * NR);
-        float *ab = gpt2c_cpu_grow_buffer(&tl_abuf, &tl_acap, (size_t)kcb * MCU);
+        float *ab = gpt2c_cpu_grow_buffer(&tl_abuf, &tl_acap, (size_t)kcb * round_up(MCU, MR)); /* whole panels */
         float *ap = gpt2c_cpu_grow_buffer(&tl_apan, &tl_apcap, (size_t)kcb * MR_MAX);
         if (bb && ab && ap)
             gemm_unit(kk, kcb, ic, mb, jc, nb, K, A, rsa, csa, B, rsb, csb, C, ldc, bias, accumulate, bb, ab, ap);

@@ -39,6 +39,14 @@ typedef struct {
     int mr, nr;
     gemm_kernel_fn kern;
     gemm_pack_bt_fn pack_bt; /* NULL: the generic loop */
+    /* Optional: kern on the first `rows` (1..mr-1) rows of A (read at the
+     * same strides) and of the C tile, full NR columns.  With it a unit's
+     * last rows cost rows/mr of a tile (without it, a whole tile on a
+     * zero-padded panel, through a buffer), so the driver splits rows evenly,
+     * not in whole tiles (B*T = 256 rows on 2 threads: 128 + 128, 21 tiles and
+     * 2 rows each, where 132 + 124 gave one thread 22 tiles). */
+    void (*kern_rows)(int rows, int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
+                      int load_c, const float *bias);
 } gemm_isa_kernel;
 
 /* A thread's float buffer (*buf, *cap floats) grown to at least n floats,

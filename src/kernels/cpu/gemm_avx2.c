@@ -41,4 +41,4 @@ static void kern_6x16(int K, const float *a, long rsa, long csa, const float *b,
         kern_body(K, a, 1, csa, b, ldb, C, ldc, load_c, bias, 0);
 }
 
-const gemm_isa_kernel gpt2c_gemm_kernel_avx2 = {MR, NR, kern_6x16, NULL};
+const gemm_isa_kernel gpt2c_gemm_kernel_avx2 = {MR, NR, kern_6x16, NULL, NULL};

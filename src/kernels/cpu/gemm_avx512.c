@@ -13,19 +13,24 @@
 #define MR 6
 #define NR 64
 
-/* a_rows: A's rows are contiguous (csa == 1), else its columns are (rsa == 1);
+/* R x 64 tiles (R <= MR): kern_6x64 for whole tiles, the first R rows for a
+ * unit's last rows (kern_rows: A read in place or from a panel, R rows only;
+ * each element gets the same FMAs in the same order either way).
+ * a_rows: A's rows are contiguous (csa == 1), else its columns are (rsa == 1);
  * a constant after inlining, so each variant gets its own loop. */
-static inline __attribute__((always_inline)) void kern_body(int K, const float *a, long rsa, long csa, const float *b,
-                                                            long ldb, float *C, long ldc, int load_c, const float *bias,
-                                                            const int a_rows) {
+static inline __attribute__((always_inline)) void kern_body(const int R, int K, const float *a, long rsa, long csa,
+                                                            const float *b, long ldb, float *C, long ldc, int load_c,
+                                                            const float *bias, const int a_rows) {
     __m512 c[MR][4];
     #pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < R; r++)
     #pragma GCC unroll 4
         for (int v = 0; v < 4; v++)
             c[r][v] = load_c ? _mm512_loadu_ps(C + r * ldc + 16 * v)
                              : (bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps());
-    const float *a0 = a, *a1 = a + rsa, *a2 = a + 2 * rsa, *a3 = a + 3 * rsa, *a4 = a + 4 * rsa, *a5 = a + 5 * rsa;
+    const float *ar[MR];
+    #pragma GCC unroll 6
+    for (int r = 0; r < R; r++) ar[r] = a + r * rsa;
 #pragma GCC unroll 2
     for (int k = 0; k < K; k++) {
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
@@ -33,34 +38,48 @@ static inline __attribute__((always_inline)) void kern_body(int K, const float *
         _mm_prefetch((const char *)(b + 8 * ldb), _MM_HINT_T0);
         _mm_prefetch((const char *)(b + 8 * ldb + 32), _MM_HINT_T0);
         float av[MR];
-        if (a_rows) {
-            av[0] = a0[k], av[1] = a1[k], av[2] = a2[k], av[3] = a3[k], av[4] = a4[k], av[5] = a5[k];
-        } else {
-            const float *ak = a + (size_t)k * csa;
-            av[0] = ak[0], av[1] = ak[1], av[2] = ak[2], av[3] = ak[3], av[4] = ak[4], av[5] = ak[5];
-        }
+        const float *ak = a + (size_t)k * csa;
+        #pragma GCC unroll 6
+        for (int r = 0; r < R; r++) av[r] = a_rows ? ar[r][k] : ak[r];
 #pragma GCC unroll 6
-        for (int r = 0; r < MR; r++) {
-            const __m512 ar = _mm512_set1_ps(av[r]);
-            c[r][0] = _mm512_fmadd_ps(ar, b0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(ar, b1, c[r][1]);
-            c[r][2] = _mm512_fmadd_ps(ar, b2, c[r][2]);
-            c[r][3] = _mm512_fmadd_ps(ar, b3, c[r][3]);
+        for (int r = 0; r < R; r++) {
+            const __m512 av_r = _mm512_set1_ps(av[r]);
+            c[r][0] = _mm512_fmadd_ps(av_r, b0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(av_r, b1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(av_r, b2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(av_r, b3, c[r][3]);
         }
         b += ldb;
     }
     #pragma GCC unroll 6
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < R; r++)
     #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(C + r * ldc + 16 * v, c[r][v]);
 }
 
+static inline __attribute__((always_inline)) void kern_rx64(const int R, int K, const float *a, long rsa, long csa,
+                                                            const float *b, long ldb, float *C, long ldc, int load_c,
+                                                            const float *bias) {
+    if (csa == 1)
+        kern_body(R, K, a, rsa, 1, b, ldb, C, ldc, load_c, bias, 1);
+    else
+        kern_body(R, K, a, 1, csa, b, ldb, C, ldc, load_c, bias, 0);
+}
+
 static void kern_6x64(int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
                       int load_c, const float *bias) {
-    if (csa == 1)
-        kern_body(K, a, rsa, 1, b, ldb, C, ldc, load_c, bias, 1);
-    else
-        kern_body(K, a, 1, csa, b, ldb, C, ldc, load_c, bias, 0);
+    kern_rx64(MR, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias);
+}
+
+static void kern_rows(int rows, int K, const float *a, long rsa, long csa, const float *b, long ldb, float *C, long ldc,
+                      int load_c, const float *bias) {
+    switch (rows) {
+    case 1: kern_rx64(1, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias); break;
+    case 2: kern_rx64(2, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias); break;
+    case 3: kern_rx64(3, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias); break;
+    case 4: kern_rx64(4, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias); break;
+    default: kern_rx64(5, K, a, rsa, csa, b, ldb, C, ldc, load_c, bias); break;
+    }
 }
 
 static void pack_bt(float *dst, const float *src, long ld, int nb, int kc, int NRp) {
@@ -79,4 +98,4 @@ static void pack_bt(float *dst, const float *src, long ld, int nb, int kc, int N
         for (int k = 0; k < kc; k++) dst[(size_t)k * NRp + j] = j < nb ? src[j * ld + k] : 0.0f;
 }
 
-const gemm_isa_kernel gpt2c_gemm_kernel_avx512 = {MR, NR, kern_6x64, pack_bt};
+const gemm_isa_kernel gpt2c_gemm_kernel_avx512 = {MR, NR, kern_6x64, pack_bt, kern_rows};
