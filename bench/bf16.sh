@@ -26,7 +26,10 @@
 #     compared in bench/pytorch_cpu.sh; TORCH_PRECISIONS=fp32 skips PyTorch's
 #     bf16, whose compile takes minutes on 2 cores).  The
 #     summary gives per T: fp32 and bf16 ms, bf16/fp32, fp32 as % of the
-#     fp32 FMA peak (bench train's analytic FLOPs), gpt2c/PyTorch.
+#     fp32 FMA peak (bench train's analytic FLOPs), gpt2c/PyTorch, and the
+#     update's ms per round beside the memory's update stream measured around
+#     each configuration's steps (`bench train --mem-probe`): a round whose
+#     update is slow with the memory slow is the host, not the code.
 set -euo pipefail
 G=${1:-build/gpt2c}
 R=${R:-3}
@@ -61,7 +64,7 @@ if [ "${MODEL:-1}" = 1 ]; then
       for sq in ${SEQS:-64 256 1024}; do
         st=${STEPS:-3}; [ -z "${STEPS:-}" ] && [ "$sq" -ge 1024 ] && st=1
         "$G" bench train --model gpt2 --batch 4 --seq "$sq" --steps "$st" --warmup 1 --threads "$MT" \
-          --precision fp32,bf16 --json | tee -a "$J"
+          --precision fp32,bf16 --mem-probe --json | tee -a "$J"
         TP=$(dirname "$0")/../tools/reference/bench_pytorch_cpu.py
         if [ "${TORCH:-1}" = 1 ] && [ -f "$TP" ] && python3 -c "import torch" 2>/dev/null; then
           ts=${TORCH_STEPS:-2}; [ -z "${TORCH_STEPS:-}" ] && [ "$sq" -ge 1024 ] && ts=1
@@ -84,7 +87,7 @@ if [ "${MODEL:-1}" = 1 ]; then
   done
   python3 - "$J" <<'PY'
 import json, re, statistics, sys
-train = {}; cpu = {}; gf = {}; torch = {}; mem = {}  # training: (T, precision) -> values
+train = {}; cpu = {}; gf = {}; torch = {}; mem = {}; upd = {}; bw = {}  # training: (T, precision) -> values
 inf = {}  # (what, precision) -> values: prefill at each P (batch 1), decode at each batch (P=128)
 timing = "wall"
 for line in open(sys.argv[1]):
@@ -94,6 +97,8 @@ for line in open(sys.argv[1]):
             k = (o["seq"], r["precision"])
             train.setdefault(k, []).append(r["median_ms"]); cpu.setdefault(k, []).append(r["cpu_ms_per_step"])
             gf.setdefault(k, []).append(100 * r["gflops"] / r["peak_gflops"] if r["peak_gflops"] > 0 else float("nan"))
+            upd.setdefault(k, []).append(r["update_ms"])
+            if r.get("mem_update_gb_per_s"): bw.setdefault(k, []).append(r["mem_update_gb_per_s"])
     elif "impl" in o:
         torch.setdefault((o["T"], o["precision"]), []).append(o["ms_per_step_median"])
     else:
@@ -109,6 +114,11 @@ for sq in sorted({k[0] for k in train}):
     print("training step B=4 T=%-4d (ms) %10.1f  %10.1f   %.2fx time; fp32 %.1f%% of the fp32 peak, bf16 %.1f%% of the bf16 ceiling (vdpbf16ps, or the FMA peak without AVX512_BF16)" % (sq, f, b, b / f, med(gf.get((sq, "fp32"), [])), med(gf.get((sq, "bf16"), []))))
     cf, cb = med(cpu.get((sq, "fp32"), [])), med(cpu.get((sq, "bf16"), []))
     print("  CPU ms/step                 %10.1f  %10.1f   %.2fx time (process CPU time, all threads)" % (cf, cb, cb / cf))
+    # the memory-bound update beside the memory's rate while each ran (rounds in brackets): a slow round's cause
+    rounds = lambda d, k, f: ", ".join(f % x for x in d.get(k, []))
+    print("  update ms (rounds)          %10.1f  %10.1f   fp32 [%s], bf16 [%s]; memory update stream GB/s: fp32 [%s], bf16 [%s]" % (
+        med(upd.get((sq, "fp32"), [])), med(upd.get((sq, "bf16"), [])), rounds(upd, (sq, "fp32"), "%.0f"),
+        rounds(upd, (sq, "bf16"), "%.0f"), rounds(bw, (sq, "fp32"), "%.0f"), rounds(bw, (sq, "bf16"), "%.0f")))
     tf, tb = med(torch.get((sq, "fp32"), [])), med(torch.get((sq, "bf16"), []))
     if torch.get((sq, "fp32")) or torch.get((sq, "bf16")):
         print("  PyTorch CPU (ms)            %10.1f  %10.1f   gpt2c/PyTorch: fp32 %.2fx, bf16 %.2fx time" % (tf, tb, f / tf, b / tb))

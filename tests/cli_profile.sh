@@ -62,6 +62,12 @@ fi
 "$G" profile $TINY --trials 1 --warmup 0 --threads 1 --no-peak --no-counters --no-probe --out "$D/np" > "$D/np.txt" || fail "--no-probe run"
 ! grep -q 'GEMM probe\|% probe\|memory probe\|% mem probe' "$D/np.txt" || fail "--no-probe: a probe was reported"
 ! grep -q 'probe_gflops\|pct_of_probe\|mem_probe' "$D/np/summary.json" || fail "--no-probe: summary.json has a probe"
+# bench train / forward --mem-probe: the memory's update stream around each configuration's steps, in GB/s, in a
+# last column (one run of the 124M preset: the bench has no smaller model)
+"$G" bench forward --model gpt2 --batch 1 --seq 8 --steps 1 --warmup 0 --threads 1 --mem-probe > "$D/bm.txt" || fail "bench --mem-probe"
+grep -q 'upd_ms *cpu_ms  mem_GB/s$' "$D/bm.txt" || fail "bench --mem-probe: no mem_GB/s column"
+awk '$1 == "cpu" && NF == 15 && $15 ~ /^[0-9]+[.][0-9]$/ && $15 > 0 { ok = 1 } END { exit !ok }' "$D/bm.txt" \
+    || fail "bench --mem-probe: the cpu row has no GB/s ($(grep '^ *cpu ' "$D/bm.txt"))"
 # beside bf16 matmuls, the bf16 GEMM's own probe (the pair engine's; fma forced keeps the AMX tiles, which have none, off)
 GPT2C_BF16_ENGINE=fma "$G" profile $TINY --trials 1 --warmup 0 --threads 1 --no-peak --no-counters --precision bf16 \
     --out "$D/bp" > "$D/bp.txt" || fail "bf16 run"

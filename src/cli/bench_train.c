@@ -18,6 +18,7 @@
 #include "gpt2c/cpu.h"
 #include "gpt2c/lora.h"
 #include "gpt2c/model.h"
+#include "gpt2c/peak.h"
 #include "gpt2c/precision.h"
 #include "gpt2c/train.h"
 #include "kernels/kernels.h"
@@ -73,12 +74,13 @@ typedef struct {
     gpt2c_format prec;
     int threads;
     double med, p10, p90, fwd, bwd, upd, peak, cpu_ms;
+    double mem; /* --mem-probe: the update stream's GB/s, mean of the runs before and after the timed steps; 0: none */
 } result;
 
 static int run_bench(const char *what, int forward_only, int argc, char **argv) {
     const char *model = "gpt2", *backends = "cpu", *isa = "auto", *precisions = "fp32", *adapter = NULL, *quant = NULL;
     lora_arg la = LORA_ARG_DEFAULTS;
-    int B = 4, T = 64, steps = 10, warmup = 2, json = 0;
+    int B = 4, T = 64, steps = 10, warmup = 2, json = 0, mem_probe = 0;
     cli_intlist threads = {{0}, 0};
     cli_opt opts[] = {
         {"--model", CLI_STR, &model, "model preset (gpt2, d12, gpt2-medium, ...)", 0, 0},
@@ -91,6 +93,9 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         {"--isa", CLI_STR, &isa, "cpu backend SIMD path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precisions, "compute precision fp32|bf16, or both interleaved: fp32,bf16", 0, 0},
         {"--json", CLI_FLAG, &json, "print one JSON object", 0, 0},
+        {"--mem-probe", CLI_FLAG, &mem_probe,
+         "the memory's update stream (AdamW's pattern, all cores, ~40 ms) before and after each host configuration's timed "
+         "steps: mem_GB/s, the memory's rate while they ran (a VM's moves minutes apart)", 0, 0},
         LORA_ARG_OPTS(la),
         ADAPTER_ARG_OPT(adapter),
         {"--quant", CLI_STR, &quant, "with --lora-rank or --adapter (QLoRA): quantize the frozen base: q8|q4|nf4", 0, 0},
@@ -134,6 +139,8 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
         gpt2c_model_free(m);
         return cli_error(what, "out of memory");
     }
+    gpt2c_mem_probe *probe = mem_probe ? gpt2c_mem_probe_new(0) : NULL;
+    if (mem_probe && !probe && !json) printf("  (--mem-probe: no memory for the probe's array: no mem_GB/s)\n");
     gpt2c_rng r;
     gpt2c_rng_seed(&r, 42, 0);
     for (int i = 0; i <= N; i++) tok[i] = (int32_t)(gpt2c_rng_u64(&r) % (uint64_t)cfg.vocab_size);
@@ -180,8 +187,10 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                 break;
             }
             const int nt = gpt2c_model_set_threads(m, threads.items[ti / nprec]);
-            double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0;
+            double *fw = ms + steps, *bw = ms + 2 * steps, *up = ms + 3 * steps, cpu0 = 0, mem0 = 0;
+            const int host = device_peak < 0;
             for (int s = -warmup; s < steps; s++) {
+                if (s == 0 && probe && host) mem0 = gpt2c_mem_probe_update(probe);
                 if (s == 0) cpu0 = cpu_seconds();
                 gpt2c_step_stats st = {0};
                 if (forward_only) { /* a forward pass alone */
@@ -204,6 +213,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                 break;
             }
             const double cpu_ms = (cpu_seconds() - cpu0) * 1e3 / steps;
+            const double mem1 = probe && host ? gpt2c_mem_probe_update(probe) : 0;
             for (int k = 0; k < 4; k++) qsort(ms + k * steps, steps, sizeof(double), cmp_double);
             result *o = &res[nres++];
             o->backend = be;
@@ -216,6 +226,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             o->bwd = pct(bw, steps, 0.5);
             o->upd = pct(up, steps, 0.5);
             o->cpu_ms = cpu_ms;
+            o->mem = mem0 > 0 && mem1 > 0 ? 0.5 * (mem0 + mem1) : 0;
             o->peak = device_peak >= 0           ? device_peak
                       : prec == GPT2C_FMT_BF16 ? bench_peak_bf16_gflops(nt)
                                                : bench_peak_gflops(nt);
@@ -223,8 +234,8 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
     }
     if (!status) {
         if (!json)
-            printf("  %-12s %3s %9s %9s %9s %9s %8s %7s %7s | %8s %8s %8s\n", "backend", "thr", "median_ms", "p10_ms",
-                   "p90_ms", "tok/s", "GFLOP/s", "%peak", "x1thr", "fwd_ms", "bwd_ms", "upd_ms");
+            printf("  %-12s %3s %9s %9s %9s %9s %8s %7s %7s | %8s %8s %8s %9s%s\n", "backend", "thr", "median_ms", "p10_ms",
+                   "p90_ms", "tok/s", "GFLOP/s", "%peak", "x1thr", "fwd_ms", "bwd_ms", "upd_ms", "cpu_ms", probe ? "  mem_GB/s" : "");
         else
             printf("{\"bench\":\"%s\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"steps\":%d,\"isa\":\"%s\",\"gflop_per_step\":%.3f,"
                    "\"median_ms\":%.3f,\"tok_s\":%.1f,\"results\":[",
@@ -241,15 +252,18 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             if (o->peak > 0) snprintf(pk, sizeof pk, "%.1f", 100 * gf / o->peak);
             char label[32];
             snprintf(label, sizeof label, "%s%s", o->backend, o->prec == GPT2C_FMT_BF16 ? "/bf16" : "");
+            char mem[32] = "", memj[32] = "null";
+            if (probe && o->mem > 0) snprintf(mem, sizeof mem, " %9.1f", o->mem), snprintf(memj, sizeof memj, "%.1f", o->mem);
+            else if (probe) snprintf(mem, sizeof mem, " %9s", "-");
             if (!json)
-                printf("  %-12s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f\n", label,
-                       o->threads, o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd, o->cpu_ms);
+                printf("  %-12s %3d %9.1f %9.1f %9.1f %9.0f %8.1f %7s %7s | %8.1f %8.1f %8.1f %9.1f%s\n", label,
+                       o->threads, o->med, o->p10, o->p90, tps, gf, pk, spd, o->fwd, o->bwd, o->upd, o->cpu_ms, mem);
             else
                 printf("%s{\"backend\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"median_ms\":%.3f,\"p10_ms\":%.3f,\"p90_ms\":%.3f,\"tok_s\":%.1f,"
                        "\"gflops\":%.2f,\"peak_gflops\":%.1f,\"speedup_vs_1thread\":%s,\"forward_ms\":%.3f,\"backward_ms\":%.3f,"
-                       "\"update_ms\":%.3f,\"cpu_ms_per_step\":%.3f}",
+                       "\"update_ms\":%.3f,\"cpu_ms_per_step\":%.3f,\"mem_update_gb_per_s\":%s}",
                        i ? "," : "", o->backend, gpt2c_precision_name(o->prec), o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
-                       one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms);
+                       one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms, memj);
         }
         /* what the run held: peak RSS of the process and the bytes of each slab */
         const gpt2c_model_bytes mb = gpt2c_model_memory(m);
@@ -273,6 +287,7 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                    mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
         }
     }
+    gpt2c_mem_probe_free(probe);
     free(ms);
     free(tok);
     gpt2c_model_free(m);

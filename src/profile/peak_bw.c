@@ -158,23 +158,19 @@ gpt2c_mem_probe *gpt2c_mem_probe_new(int mib) {
     return p;
 }
 
-double gpt2c_mem_probe_update(gpt2c_mem_probe *p) {
+/* the faster of two double passes of stream `kind` (K_READ or K_UPDATE) over the probe's array */
+static double probe_stream(gpt2c_mem_probe *p, int kind) {
     double best = 0;
     for (int r = 0; r < 2; r++) {
-        const double g = run_kernel(K_UPDATE, NULL, NULL, p->x, p->n, p->threads, 2);
+        const double g = run_kernel(kind, p->x, NULL, p->x, p->n, p->threads, 2);
         if (g > best) best = g;
     }
     return best;
 }
 
-double gpt2c_mem_probe_read(gpt2c_mem_probe *p) {
-    double best = 0;
-    for (int r = 0; r < 2; r++) {
-        const double g = run_kernel(K_READ, p->x, NULL, NULL, p->n, p->threads, 2);
-        if (g > best) best = g;
-    }
-    return best;
-}
+double gpt2c_mem_probe_update(gpt2c_mem_probe *p) { return probe_stream(p, K_UPDATE); }
+
+double gpt2c_mem_probe_read(gpt2c_mem_probe *p) { return probe_stream(p, K_READ); }
 
 int gpt2c_mem_probe_mib(const gpt2c_mem_probe *p) { return p->mib; }
 
