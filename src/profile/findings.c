@@ -183,8 +183,11 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             snprintf(now, sizeof now, "; beside the trials the grad norm read at %.0f%% of the read stream (%.1f GB/s), AdamW at %.0f%% of the update stream (%.1f GB/s)",
                      S_mean(s, gn, F_PCT_MEM_PROBE), S_mean(s, G_STEP, F_MEM_READ), S_mean(s, ad, F_PCT_MEM_PROBE),
                      S_mean(s, G_STEP, F_MEM_UPDATE));
-        ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",
-            pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw, now);
+        /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
+        const int len = n < max ? snprintf(lines[n], sizeof lines[0], "optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",
+                                           pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw, now)
+                                  : 0;
+        if (len > 0) n++;
     }
     int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
     if (S_have(s, core, F_MS)) {
