@@ -265,14 +265,15 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                        i ? "," : "", o->backend, gpt2c_precision_name(o->prec), o->threads, o->med, o->p10, o->p90, tps, gf, o->peak,
                        one > 0 ? spd : "null", o->fwd, o->bwd, o->upd, o->cpu_ms, memj);
         }
-        /* what the run held: peak RSS of the process and the bytes of each slab */
+        /* what the run held: peak RSS of the process (with the memory probe's array, if any) and the bytes of each slab */
         const gpt2c_model_bytes mb = gpt2c_model_memory(m);
         const double MiB = 1048576.0, rss = (double)gpt2c_peak_rss_bytes();
         if (json)
-            printf("],\"lora_rank\":%d,\"quant\":\"%s\",\"peak_rss_bytes\":%.0f,\"bytes\":{\"params\":%zu,\"quantized\":%zu,"
+            printf("],\"lora_rank\":%d,\"quant\":\"%s\",\"peak_rss_bytes\":%.0f,\"mem_probe_mib\":%d,\"bytes\":{\"params\":%zu,\"quantized\":%zu,"
                    "\"grads\":%zu,\"moments\":%zu,\"acts\":%zu,\"acts_backward\":%zu,\"lora_params\":%zu,"
                    "\"lora_state\":%zu,\"lora_acts\":%zu}}\n",
                    gpt2c_model_lora(m) ? gpt2c_lora_config(gpt2c_model_lora(m))->rank : 0, quant ? quant : "f32", rss,
+                   probe ? gpt2c_mem_probe_mib(probe) : 0,
                    mb.params, mb.quantized, mb.grads, mb.moments, mb.acts, mb.acts_backward, mb.lora_params,
                    mb.lora_state, mb.lora_acts);
         else {
@@ -281,9 +282,11 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                    "   above, from its SMs and max clock); cpu_ms: process CPU time per\n"
                    "   step, all threads: at 1 thread, the step time without preemption by other jobs)\n",
                    gpt2c_isa_name(gpt2c_cpu_isa()));
-            printf("  memory: peak RSS %.1f MiB; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "
+            char with_probe[64] = "";
+            if (probe) snprintf(with_probe, sizeof with_probe, " (with the memory probe's %d MiB)", gpt2c_mem_probe_mib(probe));
+            printf("  memory: peak RSS %.1f MiB%s; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "
                    "moments %.1f, activations %.1f + backward %.1f, LoRA %.2f (+ grads/moments %.2f, activations %.2f)\n",
-                   rss / MiB, mb.params / MiB, mb.quantized / MiB, mb.grads / MiB, mb.moments / MiB, mb.acts / MiB,
+                   rss / MiB, with_probe, mb.params / MiB, mb.quantized / MiB, mb.grads / MiB, mb.moments / MiB, mb.acts / MiB,
                    mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
         }
     }
