@@ -34,6 +34,9 @@ grep -q '^adamw,.*,,[0-9.]*[1-9][0-9.]*$' "$D/p/ops.csv" || fail "ops.csv: adamw
 grep -q '^memory probe beside each trial: [0-9.]* GB/s (min [0-9.]*, max [0-9.]*; the faster of the update stream, [0-9.]*, and the read stream, [0-9.]*, over 8 MiB' \
     "$D/out.txt" || fail "no memory probe line"
 grep -q '% mem probe' "$D/out.txt" || fail "no % mem probe column"
+grep -q '^Inside the matmuls' "$D/out.txt" || fail "no table of the matmuls' kernel / packing split"
+grep -q '^all matmuls ' "$D/out.txt" || fail "the split table has no all-matmuls row"
+grep -q 'inside the matmuls (.*in the micro-kernel' "$D/out.txt" || fail "no finding on the matmuls' split"
 grep -q '^adamw .* [0-9.]*$' "$D/out.txt" || fail "adamw row has no % mem probe"
 grep -q '"mem_probe_gb_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no mem probe"
 grep -q '"mem_probe_read_gb_per_s":{"mean":[0-9]' "$D/p/summary.json" || fail "summary.json: no mem probe read stream"
@@ -47,6 +50,12 @@ if command -v jq > /dev/null; then
            | (100 * ($m | map(.flops.mean) | add) / (($m | map(.ms.mean) | add) * 1e6) / .step.probe_gflops_per_s.mean) as $want
            | (.step.pct_of_probe.mean - $want) | fabs < 1e-3 * $want' "$D/p1/summary.json" > /dev/null \
         || fail "step pct_of_probe != all matmuls over the probe"
+    # inside the matmuls (the cpu GEMMs' split, 1 thread): shares of the op's thread time, in (0, 100] together,
+    # and the kernel's rate = FLOPs / kernel time
+    jq -e '.ops.matmul_fc as $o | ($o.pct_in_kernel.mean > 0) and ($o.pct_packing.mean > 0)
+           and ($o.pct_in_kernel.mean + $o.pct_packing.mean <= 100.5)
+           and (($o.kernel_gflops_per_s.mean - $o.flops.mean / ($o.kernel_thread_ms.mean * 1e6)) | fabs < 1e-3 * $o.kernel_gflops_per_s.mean)' \
+        "$D/p1/summary.json" > /dev/null || fail "matmul_fc: the kernel / packing split does not add up"
     # the memory probe: the faster of its two streams; an op's % mem probe = 100 x GB/s / the stream of its
     # pattern: AdamW's the update stream, the grad norm's the read stream
     jq -e '.step | (.mem_probe_gb_per_s.mean - ([.mem_probe_read_gb_per_s.mean, .mem_probe_update_gb_per_s.mean] | max)) | fabs < 1e-6' \

@@ -176,6 +176,36 @@ int main(void) {
     o = find_line(&s, lines, 16, "optimizer is");
     CHECK_MSG(o && strstr(o, "memory roof) ->"), "%s", o ? o : "(none)");
 
+    /* inside the matmuls (the cpu GEMMs' split), 2 threads: qkv 20 ms (40 thread-ms) with 30 in the kernel (75%)
+     * and 4 packing (10%); fc 40 ms (80) with 64 (80%) and 8 (10%); together 60 ms, 94 of 120 thread-ms in the
+     * kernel (78.3%), 12 packing (10%), the rest 11.7%; their 8 GFLOP in 94 / 2 = 47 ms of kernel per thread:
+     * 170.2 GFLOP/s while it runs, 77.4% of a 220 roof (under it), 94.6% of a 180 one (at it) */
+    CHECK(find_line(&s, lines, 16, "inside the matmuls") == NULL); /* no split: nothing said */
+    s.nthreads = 2, s.peak.gflops = 220, s.have_peak = 1, s.bf16_matmuls = 0;
+    const int qkv = G_OP0 + GPT2C_OP_MATMUL_QKV, fc = G_OP0 + GPT2C_OP_MATMUL_FC;
+    set(&s, qkv, F_MS, 20), set(&s, qkv, F_KERN_MS, 30), set(&s, qkv, F_PACK_MS, 4), set(&s, qkv, F_FLOPS, 2e9);
+    set(&s, fc, F_MS, 40), set(&s, fc, F_KERN_MS, 64), set(&s, fc, F_PACK_MS, 8), set(&s, fc, F_FLOPS, 6e9);
+    gpt2c_matmul_split ms;
+    CHECK(gpt2c_prof_matmul_split(&s, &ms) == 1);
+    CHECK(NEAR(ms.ms, 60) && NEAR(ms.pct_kernel, 100 * 94.0 / 120) && NEAR(ms.pct_pack, 10));
+    CHECK(NEAR(ms.kernel_gflops, 8e9 / 0.047 * 1e-9) && fabs(ms.pct_roof - 100 * 8e9 / 0.047 * 1e-9 / 220) < 1e-9);
+    const char *in = find_line(&s, lines, 16, "inside the matmuls");
+    CHECK_MSG(in && strstr(in, "inside the matmuls (60.0 ms; thread time, cpu GEMMs): 78.3% in the micro-kernel, at 170 GFLOP/s while it "
+                               "runs = 77.4% of their roof; 10.0% packing operands; 11.7% the rest") &&
+                  strstr(in, "the largest loss is the kernel's own rate (17.7% of the thread time lost under its roof"),
+              "%s", in ? in : "(none)");
+    /* 180 roof and qkv packing 10 thread-ms: the kernel loses 78.3% x 5.4% = 4.2%, packing 18 / 120 = 15%, the rest 6.7% */
+    s.peak.gflops = 180;
+    set(&s, qkv, F_PACK_MS, 10);
+    in = find_line(&s, lines, 16, "inside the matmuls");
+    CHECK_MSG(in && strstr(in, "= 94.6% of their roof") && strstr(in, "the largest loss is packing (weights repacked"),
+              "%s", in ? in : "(none)");
+    /* most of the time waiting: qkv now 10 thread-ms in the kernel and 2 packing, so 74 of 120 in the kernel
+     * (61.7%, at 8 GFLOP in 37 ms: over the roof, no loss), 10 packing (8.3%), the rest 30% */
+    set(&s, qkv, F_KERN_MS, 10), set(&s, qkv, F_PACK_MS, 2);
+    in = find_line(&s, lines, 16, "inside the matmuls");
+    CHECK_MSG(in && strstr(in, "30.0% the rest") && strstr(in, "the largest loss is the rest: threads waiting"), "%s", in ? in : "(none)");
+
     /* a device's nominal peak is not compared with the CPU probe */
     s.peak_device = 1;
     CHECK(gpt2c_prof_probe_peak_share(&s) == 0);

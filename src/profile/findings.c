@@ -112,6 +112,51 @@ static void mem_vs_probe(const gpt2c_profile_session *s, char lines[][512], int 
     *np = n;
 }
 
+int gpt2c_prof_matmul_split(const gpt2c_profile_session *s, gpt2c_matmul_split *out) {
+    double ms = 0, kern = 0, pack = 0, flops = 0, roof_s = 0; /* roof_s: the FLOPs' time at their roofs */
+    for (int o = 0; o < GPT2C_OP_COUNT; o++) {
+        const int g = G_OP0 + o;
+        if (!gpt2c_op_is_matmul((gpt2c_op)o) || !S_have(s, g, F_KERN_MS) || !S_have(s, g, F_MS)) continue;
+        ms += S_mean(s, g, F_MS), kern += S_mean(s, g, F_KERN_MS);
+        pack += S_have(s, g, F_PACK_MS) ? S_mean(s, g, F_PACK_MS) : 0;
+        const double f = S_have(s, g, F_FLOPS) ? S_mean(s, g, F_FLOPS) : 0;
+        flops += f;
+        if (s->have_peak) roof_s += f / (gpt2c_prof_compute_roof(s, g) * 1e9);
+    }
+    if (!(ms > 0) || !(kern > 0) || s->nthreads < 1) return 0;
+    out->ms = ms;
+    out->pct_kernel = 100 * kern / (ms * s->nthreads);
+    out->pct_pack = 100 * pack / (ms * s->nthreads);
+    out->kernel_gflops = flops / (kern / s->nthreads * 1e6);
+    out->pct_roof = roof_s > 0 ? 100 * roof_s / (kern / s->nthreads * 1e-3) : 0;
+    return 1;
+}
+
+/* Inside the matmuls: how much of their thread time the micro-kernel runs and
+ * at what rate, against packing and the rest (waiting at barriers, edges).
+ * A kernel at its roof while it runs puts the gap on what surrounds it. */
+static void matmul_inside(const gpt2c_profile_session *s, char lines[][512], int max, int *np) {
+    int n = *np;
+    gpt2c_matmul_split m;
+    if (!gpt2c_prof_matmul_split(s, &m)) return;
+    const double rest = 100 - m.pct_kernel - m.pct_pack > 0 ? 100 - m.pct_kernel - m.pct_pack : 0;
+    char roof[96] = "", why[256];
+    if (m.pct_roof > 0) snprintf(roof, sizeof roof, " = %.1f%% of their roof", m.pct_roof);
+    /* the largest of the three losses, as shares of the thread time: the kernel under its roof, packing, the rest */
+    const double lost_kernel = m.pct_roof > 0 ? m.pct_kernel * (100 - m.pct_roof) / 100 : 0;
+    if (lost_kernel >= m.pct_pack && lost_kernel >= rest)
+        snprintf(why, sizeof why, "the kernel's own rate (%.1f%% of the thread time lost under its roof: C tiles loaded and stored per K "
+                                  "block, panels read from L2) -> longer K blocks (gpt2c bench gemm --autotune)", lost_kernel);
+    else if (m.pct_pack >= rest)
+        snprintf(why, sizeof why, "packing (weights repacked per unit and K block, activations converted) -> fewer or shared packings");
+    else
+        snprintf(why, sizeof why, "the rest: threads waiting at the GEMMs' barriers -> even work per thread");
+    ADD("inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while it runs%s; %.1f%% "
+        "packing operands; %.1f%% the rest (waiting at barriers, edge tiles, scheduling) -> the largest loss is %s",
+        m.ms, m.pct_kernel, m.kernel_gflops, roof, m.pct_pack, rest, why);
+    *np = n;
+}
+
 /* bf16 precision shortens the matmuls only (their products on bf16
  * operands); the optimizer (fp32 master weights and moments, plus the bf16
  * copies), the attention's softmax, the norms and the pointwise ops run as
@@ -164,6 +209,7 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             ADD("%s is the top op: %.1f%% of the step", gpt2c_op_name((gpt2c_op)top), pct(s, g));
     }
     gemm_vs_probe(s, lines, max, &n);
+    matmul_inside(s, lines, max, &n);
     bf16_bound(s, lines, max, &n);
     mem_vs_probe(s, lines, max, &n);
     int opt = G_PHASE0 + GPT2C_PHASE_OPTIMIZER;

@@ -116,6 +116,42 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             else if (mem) gpt2c_tbl_set(t, r, mem_col, "-");
         }
     }
+    if (S_have(s, G_OP0 + GPT2C_OP_MATMUL_FC, F_KERN_MS) || S_have(s, G_OP0 + GPT2C_OP_MATMUL_LMHEAD, F_KERN_MS)) {
+        /* the cpu GEMMs' split of each matmul's thread time (gemm_split.h) */
+        static const char *const H[] = {"matmul", "ms", "% kernel", "% packing", "% rest", "kernel GFLOP/s", "kernel % roof"};
+        tbl *t = T[nt] = malloc(sizeof *t);
+        ids[nt++] = "tbl-matmul-split";
+        gpt2c_tbl_init(t, "Inside the matmuls (cpu GEMMs; % of thread time = ms x threads; kernel GFLOP/s: while it runs)", H, 7);
+        for (int o = 0; o <= GPT2C_OP_COUNT; o++) {
+            gpt2c_matmul_split all;
+            if (o == GPT2C_OP_COUNT && !gpt2c_prof_matmul_split(s, &all)) break;
+            const int g = G_OP0 + o;
+            if (o < GPT2C_OP_COUNT && (!gpt2c_op_is_matmul((gpt2c_op)o) || !S_have(s, g, F_KERN_MS))) continue;
+            const int r = gpt2c_tbl_row(t);
+            if (o == GPT2C_OP_COUNT) { /* all matmuls together */
+                gpt2c_tbl_set(t, r, 0, "all matmuls");
+                gpt2c_tbl_set(t, r, 1, "%.3f", all.ms);
+                gpt2c_tbl_set(t, r, 2, "%.1f", all.pct_kernel);
+                gpt2c_tbl_set(t, r, 3, "%.1f", all.pct_pack);
+                gpt2c_tbl_set(t, r, 4, "%.1f", 100 - all.pct_kernel - all.pct_pack);
+                gpt2c_tbl_set(t, r, 5, "%.1f", all.kernel_gflops);
+                if (all.pct_roof > 0) gpt2c_tbl_set(t, r, 6, "%.1f", all.pct_roof);
+                else gpt2c_tbl_set(t, r, 6, "-");
+                break;
+            }
+            gpt2c_tbl_set(t, r, 0, "%s", gpt2c_op_name((gpt2c_op)o));
+            gpt2c_tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
+            stat_cell(t, r, 2, s, g, F_PCT_KERNEL, "%.1f");
+            stat_cell(t, r, 3, s, g, F_PCT_PACK, "%.1f");
+            if (S_have(s, g, F_PCT_KERNEL) && S_have(s, g, F_PCT_PACK))
+                gpt2c_tbl_set(t, r, 4, "%.1f", 100 - S_mean(s, g, F_PCT_KERNEL) - S_mean(s, g, F_PCT_PACK));
+            else gpt2c_tbl_set(t, r, 4, "-");
+            stat_cell(t, r, 5, s, g, F_KERNEL_GFLOPS, "%.1f");
+            if (s->have_peak && S_have(s, g, F_KERNEL_GFLOPS))
+                gpt2c_tbl_set(t, r, 6, "%.1f", 100 * S_mean(s, g, F_KERNEL_GFLOPS) / gpt2c_prof_compute_roof(s, g));
+            else gpt2c_tbl_set(t, r, 6, "-");
+        }
+    }
     {
         static const char *const H[] = {"component (forward)", "ms mean", "std", "min", "max", "GFLOP/s"};
         tbl *t = T[nt] = malloc(sizeof *t);

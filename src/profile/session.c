@@ -11,6 +11,7 @@
 #include "kernels/kernels.h"
 #include "profile/session.h"
 #include "profile/topdown.h"
+#include "kernels/cpu/gemm_split.h"
 #include "model/model_internal.h"
 
 static const char *const COMP_NAMES[COMP_COUNT] = {
@@ -29,13 +30,13 @@ const char *gpt2c_group_name(int g, char *buf, size_t n) {
 }
 
 const char *gpt2c_field_name(int f) {
-    static const char *const N[] = {"ms", "op_ms", "calls", "flops", "bytes", "bf16_flops"};
+    static const char *const N[] = {"ms", "op_ms", "calls", "flops", "bytes", "bf16_flops", "pack_thread_ms", "kernel_thread_ms"};
     static const char *const D[] = {"gflops_per_s", "gb_per_s", "flops_per_byte", "pct_of_step", "cpu_util_pct",
                                     "cpi", "l1d_mpki", "llc_mpki", "branch_mpki", "frontend_bound",
                                     "bad_speculation", "backend_bound", "retiring", "smt_contention",
                                     "memory_bound", "core_bound", "probe_gflops_per_s", "pct_of_probe",
                                     "mem_probe_read_gb_per_s", "mem_probe_update_gb_per_s", "mem_probe_gb_per_s",
-                                    "pct_of_mem_probe"};
+                                    "pct_of_mem_probe", "pct_in_kernel", "pct_packing", "kernel_gflops_per_s"};
     if (f < F_CTR0) return N[f];
     if (f < F_GFLOPS) return gpt2c_ctr_name((gpt2c_ctr)(f - F_CTR0));
     return f < F_COUNT ? D[f - F_GFLOPS] : "?";
@@ -65,6 +66,8 @@ gpt2c_profile_opts gpt2c_profile_opts_default(void) {
 static void hook_begin(gpt2c_profiler *p, gpt2c_prof_event *e) {
     (void)e;
     gpt2c_profile_session *s = p->ext;
+    if (s->split) gpt2c_cpu_gemm_split_read(s->split_a);
+    if (!s->ctr) return;
     uint64_t t0 = gpt2c_now_ns();
     if (s->snap_b_ns && t0 - s->snap_b_ns < s->chain_ns) {
         uint64_t *t = s->snap_a; /* the last end is this begin */
@@ -79,6 +82,14 @@ static void hook_begin(gpt2c_profiler *p, gpt2c_prof_event *e) {
 
 static void hook_end(gpt2c_profiler *p, gpt2c_prof_event *e) {
     gpt2c_profile_session *s = p->ext;
+    if (s->split) {
+        double b[GEMM_SPLIT_COUNT];
+        gpt2c_cpu_gemm_split_read(b);
+        double *d = s->ev_split + (size_t)(e - p->events) * 2;
+        d[0] = (b[GEMM_SPLIT_PACK] - s->split_a[GEMM_SPLIT_PACK]) * 1e-6;
+        d[1] = (b[GEMM_SPLIT_KERNEL] - s->split_a[GEMM_SPLIT_KERNEL]) * 1e-6;
+    }
+    if (!s->ctr) return;
     uint64_t t0 = gpt2c_now_ns();
     gpt2c_counters_snapshot(s->ctr, s->snap_b);
     s->snap_b_ns = gpt2c_now_ns();
@@ -186,7 +197,13 @@ gpt2c_status gpt2c_profile_session_begin(gpt2c_profile_session **out, gpt2c_mode
             return st;
         }
         s->dev = m->k;
-    } else if (s->ctr) {
+    } else {
+        /* host backends: the cpu GEMMs' packing / kernel split per scope (zero where none runs: blas, ref) */
+        s->ev_split = calloc(cap * 2, sizeof(double));
+        s->split = s->ev_split != NULL;
+        if (s->split) gpt2c_cpu_gemm_split_enable(1);
+    }
+    if (!s->dev && (s->ctr || s->split)) {
         s->prof.ext = s; /* the host hooks find the session here (a device backend keeps its own state in ext) */
         s->prof.on_begin = hook_begin;
         s->prof.on_end = hook_end;
@@ -230,7 +247,9 @@ void gpt2c_profile_session_phase(gpt2c_profile_session *s, gpt2c_phase ph) {
     s->prof.phase = (int)ph;
 }
 
-static void add_event(double *g, double ms, double flops, double bf16_flops, double bytes, const double *ctr) {
+static void add_event(double *g, double ms, double flops, double bf16_flops, double bytes, const double *ctr,
+                      const double *split) {
+    if (split) g[F_PACK_MS] += split[0], g[F_KERN_MS] += split[1];
     g[F_OPMS] += ms;
     g[F_CALLS] += 1;
     g[F_FLOPS] += flops;
@@ -246,18 +265,18 @@ static void fold_step(gpt2c_profile_session *s) {
         const gpt2c_prof_event *e = &s->prof.events[i];
         if (e->t1_ns == 0) continue; /* never closed */
         double ms = (double)(e->t1_ns - e->t0_ns) * 1e-6;
-        const double *ctr = s->ctr ? s->ev_ctr + i * GPT2C_CTR_COUNT : NULL;
+        const double *ctr = s->ctr ? s->ev_ctr + i * GPT2C_CTR_COUNT : NULL, *sp = s->split ? s->ev_split + i * 2 : NULL;
         int op = e->op, lt = gpt2c_op_layer_type((gpt2c_op)op);
         const double bf = s->bf16_matmuls && gpt2c_op_is_matmul((gpt2c_op)op) ? e->flops : 0;
         double *g;
         g = s->acc + (G_OP0 + op) * F_COUNT;
         g[F_MS] += ms;
-        add_event(g, ms, e->flops, bf, e->bytes, ctr);
+        add_event(g, ms, e->flops, bf, e->bytes, ctr, sp);
         g = s->acc + (G_LT0 + lt) * F_COUNT;
         g[F_MS] += ms;
-        add_event(g, ms, e->flops, bf, e->bytes, ctr);
-        add_event(s->acc + (G_PHASE0 + e->phase) * F_COUNT, ms, e->flops, bf, e->bytes, ctr);
-        add_event(s->acc + G_STEP * F_COUNT, ms, e->flops, bf, e->bytes, ctr);
+        add_event(g, ms, e->flops, bf, e->bytes, ctr, sp);
+        add_event(s->acc + (G_PHASE0 + e->phase) * F_COUNT, ms, e->flops, bf, e->bytes, ctr, sp);
+        add_event(s->acc + G_STEP * F_COUNT, ms, e->flops, bf, e->bytes, ctr, sp);
         if (e->phase == GPT2C_PHASE_FORWARD) {
             int in[COMP_COUNT] = {op != GPT2C_OP_SOFTMAX_XENT, 1, e->layer >= 0, lt == GPT2C_LT_ATTENTION,
                                   lt == GPT2C_LT_FFN, op == GPT2C_OP_ENCODER};
@@ -265,7 +284,7 @@ static void fold_step(gpt2c_profile_session *s) {
                 if (in[c]) {
                     g = s->acc + (G_COMP0 + c) * F_COUNT;
                     g[F_MS] += ms;
-                    add_event(g, ms, e->flops, bf, e->bytes, ctr);
+                    add_event(g, ms, e->flops, bf, e->bytes, ctr, sp);
                 }
         }
     }
@@ -342,6 +361,12 @@ static void derive(gpt2c_profile_session *s, double *v, double step_ms) {
     v[F_AI] = v[F_BYTES] > 0 ? v[F_FLOPS] / v[F_BYTES] : nan;
     v[F_PCT_STEP] = step_ms > 0 ? 100 * ms / step_ms : nan;
     for (int f = F_CPU_UTIL; f < F_COUNT; f++) v[f] = nan;
+    if (v[F_PACK_MS] > 0 || v[F_KERN_MS] > 0) { /* shares of the group's thread time */
+        v[F_PCT_KERNEL] = ms > 0 ? 100 * v[F_KERN_MS] / (ms * s->nthreads) : nan;
+        v[F_PCT_PACK] = ms > 0 ? 100 * v[F_PACK_MS] / (ms * s->nthreads) : nan;
+    } else {
+        v[F_PACK_MS] = v[F_KERN_MS] = nan; /* no cpu GEMM ran in it: nothing to report */
+    }
     for (int c = 0; c < GPT2C_CTR_COUNT; c++)
         if (!s->ctr || !gpt2c_counters_have(s->ctr, (gpt2c_ctr)c)) v[F_CTR0 + c] = nan;
     if (!s->ctr) return;
@@ -390,6 +415,12 @@ static void finish_trial(gpt2c_profile_session *s) {
         }
         derive(s, x, step_ms);
     }
+    /* a matmul's rate while its micro-kernel runs: its FLOPs over the kernel's time per thread */
+    for (int o = 0; o < GPT2C_OP_COUNT; o++) {
+        double *x = v + (G_OP0 + o) * F_COUNT;
+        if (gpt2c_op_is_matmul((gpt2c_op)o) && isfinite(x[F_KERN_MS]) && x[F_KERN_MS] > 0 && x[F_FLOPS] > 0)
+            x[F_KERNEL_GFLOPS] = x[F_FLOPS] / (x[F_KERN_MS] / s->nthreads * 1e6);
+    }
     /* the in-L2 GEMM probe taken beside this trial: each matmul op's rate over it */
     if (s->trial_probe > 0) {
         double flops = 0, ms = 0; /* all matmuls together: the step group's pct_of_probe */
@@ -437,6 +468,7 @@ gpt2c_status gpt2c_profile_session_end(gpt2c_profile_session *s) {
     if (s->acc_steps > 0) finish_trial(s);
     detach_device(s);
     if (s->m && s->m->prof == &s->prof) s->m->prof = NULL;
+    if (s->split) gpt2c_cpu_gemm_split_enable(0);
     s->stats = calloc(M_COUNT, sizeof *s->stats);
     if (!s->stats) return gpt2c_fail(GPT2C_ERR_NOMEM, "profile session: out of memory");
     for (int i = 0; i < M_COUNT; i++) {
@@ -502,6 +534,8 @@ void gpt2c_profile_session_free(gpt2c_profile_session *s) {
     if (!s) return;
     detach_device(s);
     if (s->m && s->m->prof == &s->prof) s->m->prof = NULL;
+    if (s->split && !s->ended) gpt2c_cpu_gemm_split_enable(0);
+    free(s->ev_split);
     gpt2c_profiler_free(&s->prof);
     gpt2c_counters_close(s->ctr);
     free(s->ev_ctr);

@@ -26,6 +26,7 @@ enum { COMP_FULL_FWD, COMP_FWD_LOSS, COMP_BLOCK, COMP_ATTN, COMP_FFN, COMP_EMB, 
 enum {
     F_MS, F_OPMS, F_CALLS, F_FLOPS, F_BYTES, /* F_MS: wall (spans for step/phase); F_OPMS: sum of op scopes */
     F_BF16_FLOPS,                  /* the part of F_FLOPS done by bf16 GEMMs (vdpbf16ps roof) */
+    F_PACK_MS, F_KERN_MS,          /* thread-ms the cpu GEMMs spent packing operands / in micro-kernel tiles (gemm_split.h) */
     F_CTR0,                        /* GPT2C_CTR_COUNT raw counters */
     F_GFLOPS = F_CTR0 + GPT2C_CTR_COUNT, F_GBS, F_AI, F_PCT_STEP,
     F_CPU_UTIL,                    /* task-clock / (wall * threads) */
@@ -36,6 +37,8 @@ enum {
     F_MEM_READ, F_MEM_UPDATE, /* G_STEP only: the memory probe's read and update streams beside the trial, GB/s */
     F_MEM_PROBE,     /* G_STEP only: the faster of the two, the memory's ceiling at that moment */
     F_PCT_MEM_PROBE, /* ops: their GB/s as a % of the probe's stream of their pattern (gpt2c_prof_op_reads) */
+    F_PCT_KERNEL, F_PCT_PACK, /* F_KERN_MS, F_PACK_MS as a % of the group's thread time (ms x threads) */
+    F_KERNEL_GFLOPS,          /* matmul ops: their FLOPs over their micro-kernel time per thread: the rate while it runs */
     F_COUNT
 };
 #define M_COUNT (G_COUNT * F_COUNT)
@@ -113,6 +116,9 @@ struct gpt2c_profile_session {
     int mem_probe_mib;                       /* its array (for the report) */
     gpt2c_mem_probe *mem;                    /* attached: run at each trial's end (not owned) */
     double mem_before[2];                    /* its read and update streams at the open trial's start */
+    int split;                               /* the cpu GEMMs' packing / kernel split is recorded per scope (host backends) */
+    double split_a[2];                       /* its sums at the open scope's start, ns */
+    double *ev_split;                        /* [cap][2] per event: packing and kernel thread-ms */
 };
 
 static inline double S_mean(const gpt2c_profile_session *s, int g, int f) { return s->stats[g * F_COUNT + f].mean; }
@@ -132,6 +138,15 @@ double gpt2c_prof_probe_roof(const gpt2c_profile_session *s);
  * (the peak is taken on peak.threads; the probe may run on fewer); 0 when
  * either is missing or the peak is a device's. */
 double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s);
+
+/* All matmul ops together, from the cpu GEMMs' split (gemm_split.h): their
+ * wall ms per step, % of their thread time in the micro-kernel and packing,
+ * the kernel's rate while it runs (GFLOP/s) and that as a % of the matmuls'
+ * roof (0 without a peak).  0 when no matmul recorded a split. */
+typedef struct {
+    double ms, pct_kernel, pct_pack, kernel_gflops, pct_roof;
+} gpt2c_matmul_split;
+int gpt2c_prof_matmul_split(const gpt2c_profile_session *s, gpt2c_matmul_split *out);
 
 /* 1 if op o's memory traffic is reads (the matmuls' weights, the attention's
  * K/V cache in decode, the grad norm): its % mem probe is over the probe's

@@ -24,6 +24,7 @@
 
 #include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_split.h"
 
 #define MC_LIMIT 1536 /* bounds of the per-CPU blocking (fp32_blocking) */
 #define KC_MIN 64
@@ -142,6 +143,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
     for (int pc = 0; pc < K; pc += kcb) {
         const int kc = K - pc < kcb ? K - pc : kcb;
         const int load_c = accumulate || pc > 0;
+        uint64_t t0 = gemm_split_t0();
         if (pack_a) pack_a_cols(abuf, A, csa, ic, mb, pc, kc, MR);
         /* edge rows (fewer than MR) of an A read in place: their zero-padded
          * panel once per K block, not once per B panel (B*T = 256 rows: 4
@@ -153,6 +155,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
          * into L2 across them (packing the unit's whole block first streamed
          * it from memory with the core idle, then read it back from L3) */
         if (!direct_b) pack_b_any(kk, bbuf, B, rsb, csb, jc, nb < NR ? nb : NR, pc, kc);
+        gemm_split_end(GEMM_SPLIT_PACK, t0);
         const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR, nnext = nb - jr - NR < NR ? nb - jr - NR : NR;
@@ -180,6 +183,7 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                 ldb = NR;
             }
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
+            t0 = gemm_split_t0();
             for (int ir = 0; ir < mb; ir += MR) {
                 if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
@@ -215,7 +219,10 @@ static void gemm_unit(const gemm_isa_kernel *kk, int kcb, int ic, int mb, int jc
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
+            gemm_split_end(GEMM_SPLIT_KERNEL, t0);
+            t0 = gemm_split_t0();
             if (!direct_b && nnext > 0) pack_b_any(kk, bbuf, B, rsb, csb, jc + jr + NR, nnext, pc, kc);
+            gemm_split_end(GEMM_SPLIT_PACK, t0);
         }
     }
 }

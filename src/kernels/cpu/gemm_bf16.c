@@ -12,6 +12,7 @@
  * The summation order is fixed by the pair arithmetic alone (not by kc, mc,
  * nc or threads), so the blocking is free to be tuned per CPU. */
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_split.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -336,6 +337,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         const size_t kpw = (size_t)kp * xw; /* words per panel column */
         const int load_c = accumulate || pc > 0;
         const uint32_t *abuf = abuf0, *bbuf = bbuf0;
+        uint64_t t0 = gemm_split_t0();
         if (xa.p) { /* in place; only the edge rows (fewer than MR) into a zero-padded panel */
             const int r0 = mb / MR * MR;
             if (r0 < mb)
@@ -352,6 +354,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
          * them (packing the whole block first streamed it from memory with
          * the cores idle, then read it back from L3) */
         if (!pb.p) pack_panels(kk, bbuf0, NR, B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc, kc);
+        gemm_split_end(GEMM_SPLIT_PACK, t0);
         const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
@@ -369,6 +372,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                 next = walk_block(B, B->cs, B->rs, jc, nb < NR ? nb : NR, pc + kc, kn);
             }
             if (next.runs) per = (int)(((long)next.runs * ((next.len + 127) / 64) + ntiles - 1) / ntiles);
+            t0 = gemm_split_t0();
             for (int ir = 0; ir < mb; ir += MR) {
                 if (per) walk_prefetch(&next, per);
                 const int mr = mb - ir < MR ? mb - ir : MR;
@@ -400,8 +404,11 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
                     for (int r = 0; r < mr; r++) memcpy(c + (size_t)r * ldc, tmp + r * NR, sizeof(float) * nr);
                 }
             }
+            gemm_split_end(GEMM_SPLIT_KERNEL, t0);
+            t0 = gemm_split_t0();
             if (!pb.p && jr + NR < nb) /* the next panel, its source now in L2 */
                 pack_panels(kk, bbuf0, NR, B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
+            gemm_split_end(GEMM_SPLIT_PACK, t0);
         }
     }
 }
@@ -530,6 +537,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
         const int ach = pab ? ceil_div(M, AC) : 0, bch = pbb ? ceil_div(N, BC) : 0, tasks = nblk * (ach + bch);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(tasks < nth ? tasks : nth) if (tasks > 1 && nth > 1)
         for (int t = 0; t < tasks; t++) {
+            const uint64_t t0 = gemm_split_t0();
             const int b = t / (ach + bch), c = t % (ach + bch), pc = b * kcmax;
             const int kc = K - pc < kcmax ? K - pc : kcmax, kp = (kc + 1) / 2;
             if (c < ach) {
@@ -539,6 +547,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
                 const int j0 = (c - ach) * BC, n = N - j0 < BC ? N - j0 : BC;
                 pack_panels(kk, pbb + (size_t)b * pb.stride + (size_t)j0 * kp * xw, NR, &B, B.cs, B.rs, j0, n, pc, kc);
             }
+            gemm_split_end(GEMM_SPLIT_PACK, t0);
         }
     }
     pa.p = pab;
