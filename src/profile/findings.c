@@ -151,10 +151,14 @@ static void matmul_inside(const gpt2c_profile_session *s, char lines[][512], int
         snprintf(why, sizeof why, "packing (weights repacked per unit and K block, activations converted) -> fewer or shared packings");
     else
         snprintf(why, sizeof why, "the rest: threads waiting at the GEMMs' barriers -> even work per thread");
-    ADD("inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while it runs%s; %.1f%% "
-        "packing operands; %.1f%% the rest (waiting at barriers, edge tiles, scheduling) -> the largest loss is %s",
-        m.ms, m.pct_kernel, m.kernel_gflops, roof, m.pct_pack, rest, why);
-    *np = n;
+    if (n >= max) return;
+    /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
+    const int len = snprintf(lines[n], sizeof lines[0],
+                             "inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while "
+                             "it runs%s; %.1f%% packing operands; %.1f%% the rest (waiting at barriers, edge tiles, scheduling) -> the "
+                             "largest loss is %s",
+                             m.ms, m.pct_kernel, m.kernel_gflops, roof, m.pct_pack, rest, why);
+    if (len > 0) *np = n + 1;
 }
 
 /* bf16 precision shortens the matmuls only (their products on bf16
