@@ -78,15 +78,14 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
         }
     }
     {
-        static const char *const H[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound",
-                                        "% probe", "% mem probe"};
-        static const char *const H_MEM[] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound",
-                                            "% mem probe"};
+        const char *H[12] = {"op", "self ms", "std", "% step", "calls", "avg us", "GFLOP/s", "GB/s", "FLOP/B", "bound"};
         /* a column for each probe that ran */
         const int probe = S_have(s, G_STEP, F_PROBE), mem = S_have(s, G_STEP, F_MEM_PROBE), mem_col = 10 + probe;
+        if (probe) H[10] = "% probe";
+        if (mem) H[mem_col] = "% mem probe";
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-top-ops";
-        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", probe || !mem ? H : H_MEM, 10 + probe + mem);
+        gpt2c_tbl_init(t, "Top ops (per step, sorted by self time)", H, 10 + probe + mem);
         int order[GPT2C_OP_COUNT], k = 0;
         for (int o = 0; o < GPT2C_OP_COUNT; o++)
             if (S_have(s, G_OP0 + o, F_MS)) order[k++] = o;
@@ -116,29 +115,17 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
             else if (mem) gpt2c_tbl_set(t, r, mem_col, "-");
         }
     }
-    if (S_have(s, G_OP0 + GPT2C_OP_MATMUL_FC, F_KERN_MS) || S_have(s, G_OP0 + GPT2C_OP_MATMUL_LMHEAD, F_KERN_MS)) {
-        /* the cpu GEMMs' split of each matmul's thread time (gemm_split.h) */
+    gpt2c_matmul_split all;
+    if (gpt2c_prof_matmul_split(s, &all)) {
+        /* the cpu GEMMs' split of each matmul's thread time (gemm_split.h), then all of them together */
         static const char *const H[] = {"matmul", "ms", "% kernel", "% packing", "% rest", "kernel GFLOP/s", "kernel % roof"};
         tbl *t = T[nt] = malloc(sizeof *t);
         ids[nt++] = "tbl-matmul-split";
         gpt2c_tbl_init(t, "Inside the matmuls (cpu GEMMs; % of thread time = ms x threads; kernel GFLOP/s: while it runs)", H, 7);
-        for (int o = 0; o <= GPT2C_OP_COUNT; o++) {
-            gpt2c_matmul_split all;
-            if (o == GPT2C_OP_COUNT && !gpt2c_prof_matmul_split(s, &all)) break;
+        for (int o = 0; o < GPT2C_OP_COUNT; o++) {
             const int g = G_OP0 + o;
-            if (o < GPT2C_OP_COUNT && (!gpt2c_op_is_matmul((gpt2c_op)o) || !S_have(s, g, F_KERN_MS))) continue;
+            if (!gpt2c_op_is_matmul((gpt2c_op)o) || !S_have(s, g, F_KERN_MS)) continue;
             const int r = gpt2c_tbl_row(t);
-            if (o == GPT2C_OP_COUNT) { /* all matmuls together */
-                gpt2c_tbl_set(t, r, 0, "all matmuls");
-                gpt2c_tbl_set(t, r, 1, "%.3f", all.ms);
-                gpt2c_tbl_set(t, r, 2, "%.1f", all.pct_kernel);
-                gpt2c_tbl_set(t, r, 3, "%.1f", all.pct_pack);
-                gpt2c_tbl_set(t, r, 4, "%.1f", 100 - all.pct_kernel - all.pct_pack);
-                gpt2c_tbl_set(t, r, 5, "%.1f", all.kernel_gflops);
-                if (all.pct_roof > 0) gpt2c_tbl_set(t, r, 6, "%.1f", all.pct_roof);
-                else gpt2c_tbl_set(t, r, 6, "-");
-                break;
-            }
             gpt2c_tbl_set(t, r, 0, "%s", gpt2c_op_name((gpt2c_op)o));
             gpt2c_tbl_set(t, r, 1, "%.3f", S_mean(s, g, F_MS));
             stat_cell(t, r, 2, s, g, F_PCT_KERNEL, "%.1f");
@@ -151,6 +138,15 @@ static int build_tables(gpt2c_profile_session *s, tbl **T, const char **ids) {
                 gpt2c_tbl_set(t, r, 6, "%.1f", 100 * S_mean(s, g, F_KERNEL_GFLOPS) / gpt2c_prof_compute_roof(s, g));
             else gpt2c_tbl_set(t, r, 6, "-");
         }
+        const int r = gpt2c_tbl_row(t);
+        gpt2c_tbl_set(t, r, 0, "all matmuls");
+        gpt2c_tbl_set(t, r, 1, "%.3f", all.ms);
+        gpt2c_tbl_set(t, r, 2, "%.1f", all.pct_kernel);
+        gpt2c_tbl_set(t, r, 3, "%.1f", all.pct_pack);
+        gpt2c_tbl_set(t, r, 4, "%.1f", 100 - all.pct_kernel - all.pct_pack);
+        gpt2c_tbl_set(t, r, 5, "%.1f", all.kernel_gflops);
+        if (all.pct_roof > 0) gpt2c_tbl_set(t, r, 6, "%.1f", all.pct_roof);
+        else gpt2c_tbl_set(t, r, 6, "-");
     }
     {
         static const char *const H[] = {"component (forward)", "ms mean", "std", "min", "max", "GFLOP/s"};
