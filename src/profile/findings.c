@@ -25,9 +25,11 @@ const char *gpt2c_prof_bound(const gpt2c_profile_session *s, int g) {
 #define GPT2C_PROF_PROBE_GOOD 85.0 /* matmuls at this % of the probe or more: the hierarchy costs little */
 #define GPT2C_PROF_SMALL_GEMM_MFLOP 20.0 /* below this per call (the probe's product: 12.6), overheads dominate */
 
-#define ADD(...)                                                              \
-    do {                                                                      \
-        if (n < max) snprintf(lines[n++], sizeof lines[0], __VA_ARGS__);      \
+/* a finding line (cut at 512 bytes); snprintf's length is kept, as a cut
+ * line is fine, so GCC's -Wformat-truncation does not flag the long ones */
+#define ADD(...)                                                                   \
+    do {                                                                           \
+        if (n < max && snprintf(lines[n], sizeof lines[0], __VA_ARGS__) > 0) n++;  \
     } while (0)
 
 static double pct(const gpt2c_profile_session *s, int g) {
@@ -49,7 +51,7 @@ double gpt2c_prof_probe_peak_share(const gpt2c_profile_session *s) {
  * the machine itself ran cache-using code slowly (the probe far below the FMA
  * peak, which a register-only burst does not show). */
 static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int max, int *np) {
-    const int n = *np;
+    int n = *np;
     if (!S_have(s, G_STEP, F_PROBE)) return;
     double flops = 0, calls = 0, lo = INFINITY, hi = 0;
     for (int o = 0; o < GPT2C_OP_COUNT; o++) {
@@ -86,11 +88,8 @@ static void gemm_vs_probe(const gpt2c_profile_session *s, char lines[][512], int
                  mflop_call);
     else
         snprintf(why + k, sizeof why - k, "blocking, packing and L2 traffic cost them %.0f%% -> %s", 100 - pct, per_shape);
-    if (n >= max) return;
-    /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
-    const int len = snprintf(lines[n], sizeof lines[0], "matmuls run at %.1f%% of the in-L2 GEMM probe beside each trial (%.1f-%.1f%% per op)%s: %s",
-                             pct, lo, hi, at_peak, why);
-    if (len > 0) *np = n + 1;
+    ADD("matmuls run at %.1f%% of the in-L2 GEMM probe beside each trial (%.1f-%.1f%% per op)%s: %s", pct, lo, hi, at_peak, why);
+    *np = n;
 }
 
 /* The memory probe beside each trial against the cached memory roof: a VM's
@@ -151,14 +150,10 @@ static void matmul_inside(const gpt2c_profile_session *s, char lines[][512], int
         snprintf(why, sizeof why, "packing (weights repacked per unit and K block, activations converted) -> fewer or shared packings");
     else
         snprintf(why, sizeof why, "the rest: threads waiting at the GEMMs' barriers -> even work per thread");
-    if (n >= max) return;
-    /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
-    const int len = snprintf(lines[n], sizeof lines[0],
-                             "inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while "
-                             "it runs%s; %.1f%% packing operands; %.1f%% the rest (waiting at barriers, edge tiles, scheduling) -> the "
-                             "largest loss is %s",
-                             m.ms, m.pct_kernel, m.kernel_gflops, roof, m.pct_pack, rest, why);
-    if (len > 0) *np = n + 1;
+    ADD("inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while it runs%s; %.1f%% "
+        "packing operands; %.1f%% the rest (waiting at barriers, edge tiles, scheduling) -> the largest loss is %s",
+        m.ms, m.pct_kernel, m.kernel_gflops, roof, m.pct_pack, rest, why);
+    *np = n;
 }
 
 /* bf16 precision shortens the matmuls only (their products on bf16
@@ -233,11 +228,8 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             snprintf(now, sizeof now, "; beside the trials the grad norm read at %.0f%% of the read stream (%.1f GB/s), AdamW at %.0f%% of the update stream (%.1f GB/s)",
                      S_mean(s, gn, F_PCT_MEM_PROBE), S_mean(s, G_STEP, F_MEM_READ), S_mean(s, ad, F_PCT_MEM_PROBE),
                      S_mean(s, G_STEP, F_MEM_UPDATE));
-        /* the return value kept: a line cut at 512 bytes is fine, and GCC then does not warn */
-        const int len = n < max ? snprintf(lines[n], sizeof lines[0], "optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",
-                                           pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw, now)
-                                  : 0;
-        if (len > 0) n++;
+        ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> fewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",
+            pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw, now);
     }
     int att = G_LT0 + GPT2C_LT_ATTENTION, ffn = G_LT0 + GPT2C_LT_FFN, core = G_OP0 + GPT2C_OP_ATTENTION;
     if (S_have(s, core, F_MS)) {
