@@ -174,6 +174,7 @@ typedef struct gpt2c_model_bytes {
     size_t grads, moments;
     size_t acts, acts_backward;
     size_t lora_params, lora_state, lora_acts; /* adapters: A and B; their gradients + AdamW moments; activations */
+    size_t bf16_copies, bf16_panels; /* bf16 precision: the weights' bf16 copies; training's data-gradient panels of them */
 } gpt2c_model_bytes;
 gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m);
 

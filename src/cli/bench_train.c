@@ -284,10 +284,13 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
                    gpt2c_isa_name(gpt2c_cpu_isa()));
             char with_probe[64] = "";
             if (probe) snprintf(with_probe, sizeof with_probe, " (with the memory probe's %d MiB)", gpt2c_mem_probe_mib(probe));
-            printf("  memory: peak RSS %.1f MiB%s; parameters %.1f MiB (quantized weights %.1f), gradients %.1f, AdamW "
+            char bf16[96] = "";
+            if (mb.bf16_copies)
+                snprintf(bf16, sizeof bf16, ", bf16 copies %.1f + GEMM panels %.1f", mb.bf16_copies / MiB, mb.bf16_panels / MiB);
+            printf("  memory: peak RSS %.1f MiB%s; parameters %.1f MiB (quantized weights %.1f)%s, gradients %.1f, AdamW "
                    "moments %.1f, activations %.1f + backward %.1f, LoRA %.2f (+ grads/moments %.2f, activations %.2f)\n",
-                   rss / MiB, with_probe, mb.params / MiB, mb.quantized / MiB, mb.grads / MiB, mb.moments / MiB, mb.acts / MiB,
-                   mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
+                   rss / MiB, with_probe, mb.params / MiB, mb.quantized / MiB, bf16, mb.grads / MiB, mb.moments / MiB,
+                   mb.acts / MiB, mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
         }
     }
     gpt2c_mem_probe_free(probe);

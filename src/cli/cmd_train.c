@@ -572,10 +572,13 @@ static int print_dist(train_job *J) {
 static void print_memory(const gpt2c_model *m) {
     gpt2c_model_bytes b = gpt2c_model_memory(m);
     const double MiB = 1048576.0;
+    char bf16[96] = "";
+    if (b.bf16_copies)
+        snprintf(bf16, sizeof bf16, ", bf16 copies %.1f + GEMM panels %.1f", b.bf16_copies / MiB, b.bf16_panels / MiB);
     fprintf(stderr,
-            "gpt2c %s: memory: parameters %.1f MiB (of which quantized weights %.1f), gradients %.1f, AdamW moments "
+            "gpt2c %s: memory: parameters %.1f MiB (of which quantized weights %.1f)%s, gradients %.1f, AdamW moments "
             "%.1f, activations %.1f + backward %.1f, LoRA adapters %.2f (grads + moments %.2f, activations %.2f)\n",
-            CMD, b.params / MiB, b.quantized / MiB, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
+            CMD, b.params / MiB, b.quantized / MiB, bf16, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
             b.lora_params / MiB, b.lora_state / MiB, b.lora_acts / MiB);
 }
 

@@ -139,6 +139,21 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
       (float *p, float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1, float beta2,          \
        float eps, float wd, float grad_scale, int t),                                                               \
       (p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t))                                               \
+    /* bf16 training's second copy of a matmul weight w (rows, cols), in the                                        \
+     * panels its data-gradient GEMM reads (kernels/cpu/gemm_bf16.h,                                                \
+     * gpt2c_cpu_gemm_bf16_paneled_b: panel j/width, pair row q holds                                               \
+     * w[2q][j] | w[2q+1][j] << 16), handed to matmul_backward as w->aux so that                                    \
+     * the GEMM packs nothing of it.  bf16_panel_width: the width the backend                                      \
+     * reads for such a weight, 0 = no such copy (ref).  bf16_panels: writes                                        \
+     * it from the row-major bf16 copy pb.  adamw_bf16_panels: adamw_bf16 that                                      \
+     * also writes it (rows even, cols a multiple of width). */                                                     \
+    X(int, bf16_panel_width, (int rows, int cols), (rows, cols))                                                    \
+    X(void, bf16_panels, (uint32_t * pd, const uint16_t *pb, int rows, int cols, int width),                        \
+      (pd, pb, rows, cols, width))                                                                                  \
+    X(void, adamw_bf16_panels,                                                                                      \
+      (float *p, const float *g, float *m, float *v, uint16_t *pb, uint32_t *pd, int rows, int cols, int width,     \
+       float lr, float beta1, float beta2, float eps, float wd, float grad_scale, int t),                          \
+      (p, g, m, v, pb, pd, rows, cols, width, lr, beta1, beta2, eps, wd, grad_scale, t))                           \
     /* bf16 precision's loss gradient: softmax_xent_backward's dlogits, each                                       \
      * rounded to bf16 (kernels/bf16.h) and stored IN PLACE at the start of its                                     \
      * row's own storage: row n's Vp words (pad columns 0) at                                                       \
@@ -259,6 +274,7 @@ typedef void *voidp; /* a return type spelt as one token, for the rows below */
 #define GPT2C_RETURN_void
 #define GPT2C_RETURN_size_t return
 #define GPT2C_RETURN_double return
+#define GPT2C_RETURN_int return
 #define GPT2C_RETURN_gpt2c_status return
 #define GPT2C_RETURN_voidp return
 

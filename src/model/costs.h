@@ -67,5 +67,7 @@ static inline op_cost cost_adamw_zero_grad(double n) { return (op_cost){14 * n, 
 static inline op_cost cost_adamw_zero_grad_bf16(double n) { return (op_cost){14 * n, 34 * n}; }
 /* adamw_bf16: g only read */
 static inline op_cost cost_adamw_bf16(double n) { return (op_cost){14 * n, 30 * n}; }
+/* adamw_bf16_panels: and the panel copy written (2 bytes more) */
+static inline op_cost cost_adamw_bf16_panels(double n) { return (op_cost){14 * n, 32 * n}; }
 
 #endif

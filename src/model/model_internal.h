@@ -67,6 +67,16 @@ struct gpt2c_model {
      * the same element offsets as params_mem (NULL: fp32 precision) */
     uint16_t *bf16_mem;
     int bf16_stale;    /* master weights written since the copies were made */
+    /* bf16 training on a backend that reads them (ops.h's bf16_panels): the
+     * matmul weights' second bf16 copy, in the panels their data-gradient
+     * GEMM reads (so it packs none of them), made at the first update and
+     * kept with the row-major copy from then on.  Tensor id's (all layers)
+     * at panels_mem + panels_off[id], its panels panels_width[id] wide (0:
+     * none).  GPT2C_BF16_PANELS=0 keeps none (A/B runs, tests). */
+    uint32_t *panels_mem;
+    size_t panels_bytes;
+    size_t panels_off[GPT2C_NUM_PARAM_TENSORS];
+    int panels_width[GPT2C_NUM_PARAM_TENSORS];
     int fp32_released; /* inference only: the fp32 copies of those weights were given back */
     int kv_cache;      /* gpt2c_kv_cache of inference states made from now on (0: AUTO) */
 };
@@ -74,6 +84,14 @@ struct gpt2c_model {
 /* bf16 precision on a backend with bf16 attention ops (precision.c): the
  * training forward and backward then run attention's products on bf16 operands */
 int gpt2c_model_attention_bf16(const gpt2c_model *m);
+
+/* precision.c: the data-gradient panels above.  alloc makes them (from the
+ * row-major copies) where bf16 training's backend reads them, or does
+ * nothing; of: layer `layer` of tensor id's, NULL if none; free: drops them
+ * (the GEMMs pack from the row-major copies again). */
+gpt2c_status gpt2c_model_alloc_bf16_panels(gpt2c_model *m);
+uint32_t *gpt2c_model_bf16_panels(const gpt2c_model *m, int id, int layer);
+void gpt2c_model_free_bf16_panels(gpt2c_model *m);
 
 /* The matmul weights (wte: the LM head's): the tensors with a bf16 copy in
  * bf16 precision, and those whose gradient a backward's first write (its

@@ -185,6 +185,7 @@ void gpt2c_model_free(gpt2c_model *m) {
     }
     gpt2c_free(m->params_host);
     gpt2c_free(m->bf16_mem);
+    gpt2c_model_free_bf16_panels(m);
     free(m);
 }
 
@@ -222,6 +223,7 @@ gpt2c_status gpt2c_model_use_kernels(gpt2c_model *m, const gpt2c_kernels *k) {
     if (m->bf16_mem && !GPT2C_KERNELS_TAKES(k, matmul_forward, GPT2C_FMT_BF16))
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED, "backend %s: it has no bf16 GEMM and the model computes in bf16",
                           k->name);
+    if (k != m->k) gpt2c_model_free_bf16_panels(m); /* another backend's, if any, are made at its first update */
     if (k->dev_alloc != m->k->dev_alloc) {
         /* another memory: activations are dropped and re-planned there */
         int B = m->B, T = m->T, had = m->acts != NULL;
@@ -341,6 +343,8 @@ gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m) {
     }
     b.grads = m->grads_mem ? slab : 0;
     b.moments = m->m_mem ? 2 * slab : 0;
+    b.bf16_copies = m->bf16_mem ? m->slab_floats * sizeof(uint16_t) : 0;
+    b.bf16_panels = m->panels_mem ? m->panels_bytes : 0;
     if (m->acts) {
         b.acts = m->acts->bytes;
         b.acts_backward = m->acts->bbytes;

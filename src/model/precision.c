@@ -3,6 +3,7 @@
  * fp32 copies. */
 #include "gpt2c/precision.h"
 
+#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -41,8 +42,59 @@ static uint16_t *copy_of(const gpt2c_model *m, int id, int layer) {
 gpt2c_tensor gpt2c_model_weight(const gpt2c_model *m, int id, int layer) {
     if (!m->bf16_mem || !gpt2c_precision_has_copy(id)) return gpt2c_param_view(m, m->params_mem, id, layer);
     const gpt2c_param_info *pi = &m->info[id];
-    gpt2c_tensor t = {GPT2C_FMT_BF16, pi->rows, pi->cols, copy_of(m, id, layer), NULL, NULL, 0};
+    /* aux: the weight's data-gradient panels, if kept (ops.h's bf16_panels) */
+    gpt2c_tensor t = {GPT2C_FMT_BF16, pi->rows, pi->cols, copy_of(m, id, layer), NULL, gpt2c_model_bf16_panels(m, id, layer), 0};
     return t;
+}
+
+uint32_t *gpt2c_model_bf16_panels(const gpt2c_model *m, int id, int layer) {
+    if (!m->panels_mem || !m->panels_width[id]) return NULL;
+    const gpt2c_param_info *pi = &m->info[id];
+    return m->panels_mem + m->panels_off[id] + (pi->per_layer ? (size_t)layer * pi->rows * pi->cols / 2 : 0);
+}
+
+/* tensor id's panels (every layer) from its row-major bf16 copy */
+static void write_panels(gpt2c_model *m, int id) {
+    const gpt2c_param_info *pi = &m->info[id];
+    const int layers = pi->per_layer ? m->cfg.num_layers : 1;
+    for (int l = 0; l < layers && m->panels_width[id]; l++)
+        /* bytes: read the copy, write the panels */
+        GPT2C_PROF_OP(m->prof, GPT2C_OP_BF16_COPY, -1, 0, 4.0 * (double)pi->rows * pi->cols,
+                      m->k->bf16_panels(gpt2c_model_bf16_panels(m, id, l), copy_of(m, id, l), (int)pi->rows,
+                                        (int)pi->cols, m->panels_width[id]));
+}
+
+static int panels_off_by_env(void) {
+    const char *e = getenv("GPT2C_BF16_PANELS");
+    return e && strcmp(e, "0") == 0;
+}
+
+gpt2c_status gpt2c_model_alloc_bf16_panels(gpt2c_model *m) {
+    if (!m->bf16_mem || m->fp32_released || m->panels_mem || !m->k->bf16_panel_width || !m->k->bf16_panels ||
+        panels_off_by_env())
+        return GPT2C_OK;
+    size_t words = 0;
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
+        const gpt2c_param_info *pi = &m->info[id];
+        const int w = gpt2c_precision_has_copy(id) ? m->k->bf16_panel_width((int)pi->rows, (int)pi->cols) : 0;
+        m->panels_width[id] = w;
+        m->panels_off[id] = words;
+        if (w) words += (pi->numel / 2 + 15) / 16 * 16; /* each tensor's on a 64-byte line */
+    }
+    if (!words) return GPT2C_OK;
+    m->panels_mem = gpt2c_alloc(words * sizeof(uint32_t), "bf16 weight panels (data-gradient GEMMs)");
+    if (!m->panels_mem) return GPT2C_ERR_NOMEM;
+    m->panels_bytes = words * sizeof(uint32_t);
+    gpt2c_threads_use(m->threads);
+    for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) write_panels(m, id);
+    return GPT2C_OK;
+}
+
+void gpt2c_model_free_bf16_panels(gpt2c_model *m) {
+    gpt2c_free(m->panels_mem);
+    m->panels_mem = NULL;
+    m->panels_bytes = 0;
+    memset(m->panels_width, 0, sizeof m->panels_width);
 }
 
 /* fp32 -> bf16 (gpt2c_bf16_from_f32: branch-free, so the loop vectorises). */
@@ -64,6 +116,7 @@ void gpt2c_model_refresh_bf16(gpt2c_model *m, int all) {
         /* bytes: read n fp32, write n bf16 */
         GPT2C_PROF_OP(m->prof, GPT2C_OP_BF16_COPY, -1, 0, 6.0 * (double)n,
                       to_bf16(copy_of(m, id, 0), gpt2c_param_slice(m, m->params_mem, id, 0), n));
+        write_panels(m, id);
     }
     if (all) m->bf16_stale = 0;
 }
@@ -94,6 +147,7 @@ gpt2c_status gpt2c_model_set_precision(gpt2c_model *m, gpt2c_format p) {
     if (m->fp32_released)
         return gpt2c_fail(GPT2C_ERR_ARG, "precision: the model's fp32 weights were given back for bf16 inference");
     if (p == GPT2C_FMT_F32) {
+        gpt2c_model_free_bf16_panels(m);
         gpt2c_free(m->bf16_mem);
         m->bf16_mem = NULL;
         return GPT2C_OK;
@@ -113,6 +167,7 @@ gpt2c_status gpt2c_model_set_precision(gpt2c_model *m, gpt2c_format p) {
 void gpt2c_model_release_fp32_weights(gpt2c_model *m) {
     if (!m->bf16_mem || m->fp32_released) return;
     m->fp32_released = 1;
+    gpt2c_model_free_bf16_panels(m); /* training's only */
 #if defined(__linux__) && defined(MADV_DONTNEED)
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {

@@ -56,6 +56,7 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
     /* bf16 precision: the update writes the weights' bf16 copies as it goes
      * (the same bits as gpt2c_model_refresh_bf16, without its second pass) */
     const int fused_bf16 = k->adamw_zero_grad && k->adamw_zero_grad_bf16;
+    if (fused_bf16) GPT2C_TRY(gpt2c_model_alloc_bf16_panels(m)); /* the data-gradient panels, where the backend reads them */
     int stale = 0; /* some gradient left for the next backward to overwrite */
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {
         if (!m->trainable[id]) continue;
@@ -69,6 +70,17 @@ gpt2c_status gpt2c_model_update(gpt2c_model *m, const gpt2c_adamw_cfg *o, float 
          * (not with quantized weights, whose backward writes no weight gradient) */
         const int keep = k->adamw_zero_grad && gpt2c_param_is_matmul_weight(id) && (!pb || k->adamw_bf16) && !m->qw;
         stale |= keep;
+        const int panels = pb && gpt2c_model_bf16_panels(m, id, 0) != NULL;
+        if (pb && keep && panels && k->adamw_bf16_panels) { /* both copies in one pass, a layer at a time */
+            const size_t ln = (size_t)pi->rows * pi->cols;
+            for (size_t l = 0; l < n / ln; l++)
+                OP(GPT2C_OP_ADAMW, -1, cost_adamw_bf16_panels((double)ln),
+                   k->adamw_bf16_panels(p + l * ln, g + l * ln, mm + l * ln, v + l * ln, pb + l * ln,
+                                        gpt2c_model_bf16_panels(m, id, (int)l), (int)pi->rows, (int)pi->cols,
+                                        m->panels_width[id], lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));
+            continue;
+        }
+        if (panels) m->bf16_stale = 1; /* updated below without them: remade from the copies at the next forward */
         if (pb && keep)
             OP(GPT2C_OP_ADAMW, -1, cost_adamw_bf16((double)n),
                k->adamw_bf16(p, g, mm, v, pb, n, lr, o->beta1, o->beta2, o->eps, wd, scale, m->opt_step));

@@ -288,10 +288,13 @@ static uint32_t *grow(uint32_t **buf, size_t *cap, size_t words) {
 }
 
 /* An operand packed once for the whole GEMM (see prepack): K block b's
- * panels at p + b*stride, stride = kpmax * (rows padded to the panel width). */
+ * panels at p + b*stride, stride = kpmax * (rows padded to the panel width),
+ * panel j/P of the block at + j*kp (pstride 0); or B given already in
+ * panels spanning all of K (gpt2c_cpu_gemm_bf16_paneled_b): panel j/NR at
+ * p + (j/NR)*pstride, K block b's pair rows in it from b*stride (kpmax*NR). */
 typedef struct {
     const uint32_t *p;
-    size_t stride;
+    size_t stride, pstride;
 } prepacked;
 
 /* Walks the cache lines of an operand's source block (element (i,k) at
@@ -348,7 +351,7 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         } else {
             pack_panels(kk, abuf0, MR, A, A->rs, A->cs, ic, mb, pc, kc);
         }
-        if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (size_t)jc * kpw;
+        if (pb.p) bbuf = pb.p + (size_t)(pc / kcmax) * pb.stride + (pb.pstride ? (size_t)(jc / NR) * pb.pstride : (size_t)jc * kpw);
         /* else B is packed panel by panel into bbuf0, each just before its
          * tiles, while the next panel's source is prefetched into L2 across
          * them (packing the whole block first streamed it from memory with
@@ -358,11 +361,17 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
         const int ntiles = (mb + MR - 1) / MR;
         for (int jr = 0; jr < nb; jr += NR) {
             const int nr = nb - jr < NR ? nb - jr : NR;
-            const uint32_t *bp = pb.p ? bbuf + (size_t)jr * kpw : bbuf0;
+            const size_t pan = pb.pstride ? pb.pstride : (size_t)NR * kpw; /* words from a B panel to the next */
+            const uint32_t *bp = pb.p ? bbuf + (size_t)(jr / NR) * pan : bbuf0;
             const float *bi = (!load_c && bias) ? bias + jc + jr : NULL;
             int per = 0;
             line_walk next = {0, 0, 0, 0, 0, 0};
-            if (!pb.p && jr + NR < nb) {
+            if (pb.pstride) { /* B in memory, its panels read in place: the next one into L2 meanwhile */
+                const int last = jr + NR >= nb; /* then the next K block's first panel */
+                const uint32_t *np = !last ? bp + pan : pc + kc < K ? bbuf + pb.stride : NULL;
+                const int nkp = !last ? kp : (imin(K - pc - kc, kcmax) + 1) / 2;
+                if (np) next = (line_walk){(const char *)np, 0, 1, (int)sizeof(uint32_t) * NR * nkp, 0, 0};
+            } else if (!pb.p && jr + NR < nb) {
                 next = walk_block(B, B->cs, B->rs, jc + jr + NR, nb - jr - NR < NR ? nb - jr - NR : NR, pc, kc);
             } else if (!pb.p && pc + kc < K) {
                 /* the last panel: the next K block's first one, packed cold
@@ -413,10 +422,31 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
     }
 }
 
-/* Unpacked fallback (same arithmetic), only if a pack buffer cannot be allocated. */
-static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand *A, const gemm_operand *B, float *C,
-                       long ldc, const float *bias, int accumulate) {
+/* Element (k, j) of B in panels of width nr (gpt2c_cpu_gemm_bf16_paneled_b) as bf16 bits */
+static uint16_t paneled_elem(const prepacked *b, int nr, int k, int j) {
+    const uint32_t w = b->p[(size_t)(j / nr) * b->pstride + (size_t)(k / 2) * nr + j % nr];
+    return (uint16_t)(k % 2 ? w >> 16 : w);
+}
+
+/* Unpacked fallback (same arithmetic), only if a pack buffer cannot be
+ * allocated; B from its operand, or (bq->p) from its panels of width nr. */
+static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand *A, const gemm_operand *B,
+                       const prepacked *bq, int nr, float *C, long ldc, const float *bias, int accumulate) {
     const int abf = A->fmt == GPT2C_FMT_BF16, bbf = B->fmt == GPT2C_FMT_BF16;
+    if (bq->p) {
+        for (int i = ic; i < ic + mb; i++)
+            for (int j = jc; j < jc + nb; j++) {
+                float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
+                for (int k = 0; k < K; k += 2) { /* K even here */
+                    acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)(k + 1) * A->cs, abf)) *
+                           gpt2c_bf16_to_f32(paneled_elem(bq, nr, k + 1, j));
+                    acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)k * A->cs, abf)) *
+                           gpt2c_bf16_to_f32(paneled_elem(bq, nr, k, j));
+                }
+                C[(size_t)i * ldc + j] = acc;
+            }
+        return;
+    }
     for (int i = ic; i < ic + mb; i++)
         for (int j = jc; j < jc + nb; j++) {
             float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
@@ -448,9 +478,11 @@ static void gemm_naive_swapped(int ic, int mb, int jc, int nb, int K, swapped_ro
         }
 }
 
-/* The GEMM with A packed from its operand, or (xa.p) read in place. */
+/* The GEMM with A packed from its operand, or (xa.p) read in place; B
+ * packed from its operand, or (bq.p) read in place from panels spanning K
+ * (bq.pstride words apart; B's operand then unused). */
 static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, swapped_rows xa,
-                          gemm_operand B, float *C, long ldc, const float *bias, int accumulate) {
+                          gemm_operand B, prepacked bq, float *C, long ldc, const float *bias, int accumulate) {
     if (gpt2c_gemm_trivial(M, N, K, C, ldc, bias, accumulate)) return;
     const gemm_bf16_blocking bl = g_blocking;
     const int MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
@@ -500,7 +532,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * the next panel's source prefetched, ran 1.03-1.05x faster than reading
      * the shared prepacked copy on Zen 4, and up to 1.35x while the machine's
      * shared cache was contended; from three row groups on, packing once wins. */
-    const int share_b = rc > 2;
+    const int share_b = rc > 2 && !bq.p;
     const int nblk = ceil_div(K, kcmax), Mp = round_up(M, MR), Np = round_up(N, NR);
     /* An operand to pack once that is too large for it (A of the LM head's
      * dinp: B*T x 50304): the GEMM runs as a sequence of GEMMs over slices
@@ -508,7 +540,13 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * fits, accumulating into C, which is stored and reloaded exactly between
      * them (the same sums; each unit packing all of A again cost ~10%). */
     const size_t ablk = (size_t)kpmax * Mp * 4 * xw, bblk = (size_t)kpmax * Np * 4 * xw;
-    const int big_a = !xa.p && cg > 1 && !cut_cols && (size_t)nblk * ablk > PREPACK_MAX, big_b = share_b && (size_t)nblk * bblk > PREPACK_MAX;
+    /* B read in place from its panels by three or more row groups (each
+     * reads all of it) and larger than PREPACK_MAX (wte's in the LM head's
+     * dinp: 77 MB): sliced over K the same way, so that the row groups read
+     * a slice the size of a packed one, from the last-level cache, not all
+     * of B from memory each */
+    const int big_a = !xa.p && cg > 1 && !cut_cols && (size_t)nblk * ablk > PREPACK_MAX,
+              big_b = (share_b || (bq.p && rc > 2)) && (size_t)nblk * bblk > PREPACK_MAX;
     if ((big_a || big_b) && nblk > 1) {
         const size_t per = (big_a && big_b) ? (ablk > bblk ? ablk : bblk) : big_a ? ablk : bblk;
         const int sb = PREPACK_MAX / per > 1 ? (int)(PREPACK_MAX / per) : 1, ks = sb * kcmax;
@@ -517,15 +555,17 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
             for (int k0 = 0; k0 < K; k0 += ks) {
                 gemm_operand a = A, b = B;
                 swapped_rows x = xa;
+                prepacked q = bq;
                 if (xa.p) x.p += k0; /* k0 even: whole pairs */
                 else a.p = (const char *)A.p + (size_t)k0 * A.cs * ea;
-                b.p = (const char *)B.p + (size_t)k0 * B.rs * eb;
-                gemm_bf16_run(kk, M, N, K - k0 < ks ? K - k0 : ks, a, x, b, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
+                if (bq.p) q.p += (size_t)k0 / 2 * NR;
+                else b.p = (const char *)B.p + (size_t)k0 * B.rs * eb;
+                gemm_bf16_run(kk, M, N, K - k0 < ks ? K - k0 : ks, a, x, b, q, C, ldc, k0 ? NULL : bias, accumulate || k0 > 0);
             }
             return;
         }
     }
-    prepacked pa = {NULL, (size_t)kpmax * Mp * xw}, pb = {NULL, (size_t)kpmax * Np * xw};
+    prepacked pa = {NULL, (size_t)kpmax * Mp * xw, 0}, pb = {NULL, (size_t)kpmax * Np * xw, 0};
     uint32_t *pab = NULL, *pbb = NULL;
     if (!xa.p && cg > 1 && !cut_cols && (size_t)nblk * pa.stride * 4 <= PREPACK_MAX) pab = grow(&tl_pabuf, &tl_pacap, (size_t)nblk * pa.stride);
     if (share_b && (size_t)nblk * pb.stride * 4 <= PREPACK_MAX) pbb = grow(&tl_pbbuf, &tl_pbcap, (size_t)nblk * pb.stride);
@@ -552,24 +592,25 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     }
     pa.p = pab;
     pb.p = pbb;
+    if (bq.p) pb = (prepacked){bq.p, (size_t)kpmax * NR, bq.pstride};
 #pragma omp parallel for schedule(dynamic, 1) num_threads(units < nth ? units : nth) if (units > 1 && nth > 1)
     for (int u = 0; u < units; u++) {
         const int ic = (u % rc) * MCU, jc = (u / rc) * NCU;
         const int mb = M - ic < MCU ? M - ic : MCU, nb = N - jc < NCU ? N - jc : NCU;
         uint32_t *ab = grow(&tl_abuf, &tl_acap, (size_t)kpmax * (xa.p ? MR : round_up(MCU, MR)) * xw); /* swapped rows: the edge panel */
-        uint32_t *bb = grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw);
-        if (ab && bb)
+        uint32_t *bb = bq.p ? NULL : grow(&tl_bbuf, &tl_bcap, (size_t)kpmax * NCU * xw); /* paneled: none */
+        if (ab && (bb || bq.p))
             gemm_unit(kk, kcmax, ic, mb, jc, nb, K, &A, xa, &B, C, ldc, bias, accumulate, ab, bb, pa, pb);
         else if (xa.p)
             gemm_naive_swapped(ic, mb, jc, nb, K, xa, &B, C, ldc, bias, accumulate);
         else
-            gemm_naive(ic, mb, jc, nb, K, &A, &B, C, ldc, bias, accumulate);
+            gemm_naive(ic, mb, jc, nb, K, &A, &B, &bq, NR, C, ldc, bias, accumulate);
     }
 }
 
 void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A, gemm_operand B, float *C,
                         long ldc, const float *bias, int accumulate) {
-    gemm_bf16_run(kk, M, N, K, A, (swapped_rows){NULL, 0}, B, C, ldc, bias, accumulate);
+    gemm_bf16_run(kk, M, N, K, A, (swapped_rows){NULL, 0}, B, (prepacked){NULL, 0, 0}, C, ldc, bias, accumulate);
 }
 
 void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N, int K, const float *xa, long lda,
@@ -580,7 +621,27 @@ void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N,
         return;
     }
     const gemm_operand none = {NULL, GPT2C_FMT_F32, 0, 0}; /* (not read: A is x) */
-    gemm_bf16_run(kk, M, N, K, none, x, B, C, ldc, bias, accumulate);
+    gemm_bf16_run(kk, M, N, K, none, x, B, (prepacked){NULL, 0, 0}, C, ldc, bias, accumulate);
+}
+
+int gpt2c_cpu_gemm_bf16_panel_width(gpt2c_isa isa) {
+    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isa);
+    return kk->kern && !kk->fp32 && !gpt2c_cpu_bf16_amx() ? kk->nr : 0;
+}
+
+int gpt2c_cpu_gemm_bf16_paneled_b(gpt2c_isa isa, int M, int N, int K, gemm_operand A, const uint32_t *bp, int width,
+                                  float *C, long ldc, const float *bias, int accumulate) {
+    if (!omp_in_parallel()) {
+        gpt2c_cpu_gemm_bf16_first_use(isa);
+        gpt2c_cpu_bf16_amx();
+    }
+    if (!bp || width <= 0 || width != gpt2c_cpu_gemm_bf16_panel_width(isa) || N % width || K % 2 ||
+        gpt2c_cpu_gemm_bf16_amx_tiles(isa, M))
+        return 0;
+    const gemm_operand none = {NULL, GPT2C_FMT_BF16, 0, 0}; /* (not read: B is bp) */
+    gemm_bf16_run(gpt2c_cpu_gemm_bf16_kernel(isa), M, N, K, A, (swapped_rows){NULL, 0}, none,
+                  (prepacked){bp, 0, (size_t)(K / 2) * width}, C, ldc, bias, accumulate);
+    return 1;
 }
 
 void gpt2c_cpu_gemm_bf16_auto(gpt2c_isa isa, const gemm_bf16_isa_kernel *kk, int M, int N, int K, gemm_operand A,

@@ -138,6 +138,23 @@ void gpt2c_cpu_gemm_bf16_with(const gemm_bf16_isa_kernel *kk, int M, int N, int 
 void gpt2c_cpu_gemm_bf16_swapped_a(const gemm_bf16_isa_kernel *kk, int M, int N, int K, const float *xa, long lda,
                                    gemm_operand B, float *C, long ldc, const float *bias, int accumulate);
 
+/* B already in kk's pair panels, for all of K ("paneled"): a weight W (K
+ * rows, N columns; bf16, row-major) as the B of its data-gradient GEMM
+ * (dinp = dout W), kept in that form beside its row-major copy so that the
+ * GEMM packs nothing of it.  Panel j/w (w = the panel width), pair row q:
+ *   bp[(j/w) * (K/2) * w + q*w + j%w] = W[2q][j] | W[2q+1][j] << 16
+ * (ops.h's bf16_panels writes it).  The width is the kernel's NR
+ * where the GEMM on `isa` runs a pair kernel (vdpbf16ps) and not the AMX
+ * tiles, else 0 (no form helps).  Deciding it may time the bf16 engines
+ * (bf16_engine.h): call it outside parallel regions first. */
+int gpt2c_cpu_gemm_bf16_panel_width(gpt2c_isa isa);
+/* C (M,N) [ldc] = (accumulate ? C : bias or 0) + A (M,K) B, B in panels of
+ * `width` as above: the numbers of gpt2c_cpu_gemm_bf16 on W's row-major copy.
+ * Returns 0, computing nothing, where it does not apply (width not this
+ * CPU's panel width, N not a multiple of it, K odd, or M's GEMM on AMX). */
+int gpt2c_cpu_gemm_bf16_paneled_b(gpt2c_isa isa, int M, int N, int K, gemm_operand A, const uint32_t *bp, int width,
+                                  float *C, long ldc, const float *bias, int accumulate);
+
 /* The three GEMMs of a linear layer (gemm.h's gemm_linear_op), A and B of
  * formats fa and fb (W is B for fwd/dinp, X is B for dweight). */
 void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, const void *A, gpt2c_format fa, const void *B,

@@ -194,12 +194,23 @@ static void matmul_forward(float *out, const float *inp, const gpt2c_tensor *wt,
     gpt2c_cpu_gemm(OPS_ISA, N, OC, IC, inp, IC, 1, w, 1, IC, out, OC, bias, 0);
 }
 
+static int bf16_panel_width(int rows, int cols);
+
+/* dinp (N,IC) = dout (N,OC) W for a bf16 W: from its panels (wt->aux, ops.h's
+ * bf16_panels) where the GEMM reads them, else from its rows; the same bits */
+static void dinp_bf16(float *dinp, gemm_operand d, const gpt2c_tensor *wt, int N, int IC, int OC) {
+    const int width = wt->aux ? bf16_panel_width(OC, IC) : 0;
+    if (width && gpt2c_cpu_gemm_bf16_paneled_b(OPS_ISA, N, IC, OC, d, wt->aux, width, dinp, IC, NULL, 0)) return;
+    const gemm_operand w = {wt->data, GPT2C_FMT_BF16, IC, 1};
+    gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+}
+
 static void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                             const gpt2c_tensor *wt, int N, int IC, int OC, int dw_acc) {
     if (wt->fmt == GPT2C_FMT_BF16) {
-        const gemm_operand d = {dout, GPT2C_FMT_F32, OC, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
+        const gemm_operand d = {dout, GPT2C_FMT_F32, OC, 1};
         const gemm_operand dt = {dout, GPT2C_FMT_F32, 1, OC}, x = {inp, GPT2C_FMT_F32, IC, 1};
-        if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+        if (dinp) dinp_bf16(dinp, d, wt, N, IC, OC);
         if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, dw_acc);
     } else {
         const float *w = (const float *)wt->data;
@@ -247,9 +258,9 @@ static void matmul_backward_dout_bf16(float *dinp, float *dw, const uint16_t *do
         free(d);
         return;
     }
-    const gemm_operand d = {dout, GPT2C_FMT_BF16, ld, 1}, w = {wt->data, GPT2C_FMT_BF16, IC, 1};
+    const gemm_operand d = {dout, GPT2C_FMT_BF16, ld, 1};
     const gemm_operand dt = {dout, GPT2C_FMT_BF16, 1, ld}, x = {inp, GPT2C_FMT_F32, IC, 1};
-    if (dinp) gpt2c_cpu_gemm_bf16(OPS_ISA, N, IC, OC, d, w, dinp, IC, NULL, 0);
+    if (dinp) dinp_bf16(dinp, d, wt, N, IC, OC);
     if (dw) gpt2c_cpu_gemm_bf16(OPS_ISA, OC, IC, N, dt, x, dw, IC, NULL, dw_acc);
 }
 
@@ -486,6 +497,88 @@ static void adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint16_
 static void adamw_bf16(float *p, const float *g, float *m, float *v, uint16_t *pb, size_t n, float lr, float beta1,
                        float beta2, float eps, float wd, float grad_scale, int t) {
     adamw_bf16_impl(p, (float *)g, m, v, pb, n, adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t), 0);
+}
+
+/* ---- bf16 training's data-gradient panels of a weight (ops.h) ---- */
+
+static int bf16_panel_width(int rows, int cols) {
+    const int w = gpt2c_cpu_gemm_bf16_panel_width(OPS_ISA);
+    return w > 0 && rows % 2 == 0 && cols % w == 0 ? w : 0;
+}
+
+/* n words to dst, whole 64-byte lines streamed past the caches where dst
+ * and n allow (panels and copies are read next by a later step's GEMMs,
+ * long after they would have left the caches: no read for ownership) */
+static inline void store_words(void *dst, const void *src, size_t bytes) {
+#if defined(__AVX512F__)
+    size_t head = (64 - ((uintptr_t)dst & 63)) & 63; /* bytes before dst's first whole line */
+    if (head > bytes) head = bytes;
+    memcpy(dst, src, head);
+    size_t o = head;
+    for (; o + 64 <= bytes; o += 64)
+        _mm512_stream_si512((void *)((char *)dst + o), _mm512_loadu_si512((const char *)src + o));
+    memcpy((char *)dst + o, (const char *)src + o, bytes - o);
+#else
+    memcpy(dst, src, bytes);
+#endif
+}
+
+/* Pair row q of the panels over columns [j1, j1 + n) (multiples of width),
+ * from rows r0 and r1 (pointing at column j1) */
+static inline void panel_pair_row(uint32_t *pd, const uint16_t *r0, const uint16_t *r1, size_t q, size_t kq, int j1,
+                                  int n, int width) {
+    const int wn = width < 64 ? width : 64; /* words per store */
+    for (int j0 = 0; j0 < n; j0 += wn) {
+        uint32_t w[64] __attribute__((aligned(64)));
+#pragma omp simd
+        for (int j = 0; j < wn; j++) w[j] = r0[j0 + j] | (uint32_t)r1[j0 + j] << 16;
+        const int col = j1 + j0;
+        store_words(pd + (size_t)(col / width) * kq * width + q * width + col % width, w, sizeof(uint32_t) * wn);
+    }
+}
+
+static void bf16_panels(uint32_t *pd, const uint16_t *pb, int rows, int cols, int width) {
+    const size_t kq = (size_t)rows / 2;
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PAR_MIN)
+    for (size_t q = 0; q < kq; q++) panel_pair_row(pd, pb + 2 * q * cols, pb + (2 * q + 1) * cols, q, kq, 0, cols, width);
+#if defined(__AVX512F__)
+    _mm_sfence();
+#endif
+}
+
+/* adamw_bf16 by row pairs, each pair's bf16 values written to both copies:
+ * the row-major one and the panels (the same element arithmetic, so the
+ * same bits as adamw_bf16 followed by bf16_panels) */
+static void adamw_bf16_panels(float *p, const float *g, float *m, float *v, uint16_t *pb, uint32_t *pd, int rows,
+                              int cols, int width, float lr, float beta1, float beta2, float eps, float wd,
+                              float grad_scale, int t) {
+    const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
+    const size_t kq = (size_t)rows / 2;
+    enum { CH = 1024 }; /* columns at a time (a multiple of every width) */
+#pragma omp parallel if ((size_t)rows * cols >= PAR_MIN)
+    {
+        const adamw_consts cl = c;
+        uint16_t blk[2 * CH] __attribute__((aligned(64)));
+#pragma omp for schedule(static) nowait
+        for (size_t q = 0; q < kq; q++) {
+            for (int c0 = 0; c0 < cols; c0 += CH) {
+                const int cw = cols - c0 < CH ? cols - c0 : CH;
+                for (int r = 0; r < 2; r++) {
+                    const size_t i0 = (2 * q + r) * (size_t)cols + c0;
+#pragma omp simd
+                    for (int j = 0; j < cw; j++) {
+                        adamw_elem(p + i0 + j, m + i0 + j, v + i0 + j, g[i0 + j], &cl);
+                        blk[r * CH + j] = gpt2c_bf16_from_f32(p[i0 + j]);
+                    }
+                    store_words(pb + i0, blk + r * CH, sizeof(uint16_t) * cw);
+                }
+                panel_pair_row(pd, blk, blk + CH, q, kq, c0, cw, width); /* the chunk's pair row */
+            }
+        }
+#if defined(__AVX512F__)
+        _mm_sfence(); /* each thread's streamed lines are visible before the region's barrier */
+#endif
+    }
 }
 
 static void zero(float *x, size_t n) {

@@ -41,3 +41,25 @@ void gpt2c_ref_adamw_zero_grad_bf16(float *p, float *g, float *m, float *v, uint
     gpt2c_ref_adamw_bf16(p, g, m, v, pb, n, lr, beta1, beta2, eps, wd, grad_scale, t);
     for (size_t i = 0; i < n; i++) g[i] = 0.0f;
 }
+
+/* ref keeps no panel copy (width 0); the layout below is the oracle of the
+ * backends that do (ops.h: bf16_panels) */
+int gpt2c_ref_bf16_panel_width(int rows, int cols) {
+    (void)rows, (void)cols;
+    return 0;
+}
+
+void gpt2c_ref_bf16_panels(uint32_t *pd, const uint16_t *pb, int rows, int cols, int width) {
+    const size_t kq = (size_t)rows / 2;
+    for (int j = 0; j < cols; j++)
+        for (size_t q = 0; q < kq; q++)
+            pd[(size_t)(j / width) * kq * width + q * width + (size_t)(j % width)] =
+                pb[2 * q * cols + j] | (uint32_t)pb[(2 * q + 1) * cols + j] << 16;
+}
+
+void gpt2c_ref_adamw_bf16_panels(float *p, const float *g, float *m, float *v, uint16_t *pb, uint32_t *pd, int rows,
+                                 int cols, int width, float lr, float beta1, float beta2, float eps, float wd,
+                                 float grad_scale, int t) {
+    gpt2c_ref_adamw_bf16(p, g, m, v, pb, (size_t)rows * cols, lr, beta1, beta2, eps, wd, grad_scale, t);
+    gpt2c_ref_bf16_panels(pd, pb, rows, cols, width);
+}
