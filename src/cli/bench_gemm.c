@@ -24,6 +24,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_tune.h"
+#include "kernels/kernels.h"
 #ifdef GPT2C_HAVE_BLAS
 #include "kernels/blas/blas.h"
 #endif
@@ -44,8 +45,17 @@ static int cmp_double(const void *a, const void *b) {
 
 static int g_bf16; /* --precision bf16: the weight in bf16, activations fp32 (rounded as packed) */
 static const uint16_t *g_wb;
+/* bf16 dinp: W's data-gradient panels, as bf16 training keeps them (ops.h's
+ * bf16_panels, written by its AdamW), where this CPU's GEMM reads them; NULL:
+ * W packed from its rows (GPT2C_BF16_PANELS=0 too, as in training) */
+static const uint32_t *g_wpanels;
+static int g_panel_width;
 
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    if (g_bf16 && op == GEMM_DINP && g_wpanels) {
+        const gemm_operand d = {A, GPT2C_FMT_F32, OC, 1};
+        if (gpt2c_cpu_gemm_bf16_paneled_b(gpt2c_cpu_isa(), N, IC, OC, d, g_wpanels, g_panel_width, C, IC, NULL, 0)) return;
+    }
     if (g_bf16) {
         const int w_is_b = op != GEMM_DW;
         gpt2c_cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
@@ -143,6 +153,8 @@ int bench_gemm(int argc, char **argv) {
     if (gpt2c_format_parse(precision, &prec) != 0 || (prec != GPT2C_FMT_F32 && prec != GPT2C_FMT_BF16))
         return cli_error("bench gemm", "--precision: unknown value '%s' (fp32 or bf16)", precision);
     g_bf16 = prec == GPT2C_FMT_BF16;
+    const gpt2c_kernels *kernels = NULL; /* the cpu table: bf16 dinp's weight panels */
+    if (gpt2c_kernels_get("cpu", &kernels) != GPT2C_OK) return cli_fail_status("bench gemm");
     int have_blas = 0;
 #ifdef GPT2C_HAVE_BLAS
     have_blas = !no_blas && !g_bf16; /* no cblas_sbgemm is used (none in Debian's OpenBLAS) */
@@ -190,6 +202,9 @@ int bench_gemm(int argc, char **argv) {
                    gpt2c_cpu_isa() == GPT2C_ISA_AVX512 ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs on this ISA path", bl.kc,
                    bl.mc, bl.nc, gpt2c_cpu_gemm_tune_note(1));
             printf("  bf16 GEMM (M >= %d): %s\n", GPT2C_AMX_MIN_ROWS, gpt2c_cpu_bf16_amx_note());
+            const int pw = kernels->bf16_panel_width(768, 768);
+            printf("  bf16 dinp: %s\n", pw ? "W read from its data-gradient panels, as bf16 training keeps them (GPT2C_BF16_PANELS=0: packed from its rows)"
+                                         : "W packed from its rows (no panels on this GEMM path)");
         } else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
@@ -240,13 +255,22 @@ int bench_gemm(int argc, char **argv) {
                     for (size_t i = 0; i < (size_t)OC * IC; i++) Wb[i] = gpt2c_bf16_from_f32(W[i]);
                 }
                 g_wb = Wb;
+                uint32_t *Wp = NULL; /* W's panels (bf16 training's dinp operand) */
+                const char *pe = getenv("GPT2C_BF16_PANELS");
+                g_panel_width = g_bf16 && !(pe && strcmp(pe, "0") == 0) ? kernels->bf16_panel_width(OC, IC) : 0;
+                if (g_panel_width) {
+                    Wp = gpt2c_alloc(sizeof(uint16_t) * (size_t)OC * IC, "W panels");
+                    if (!Wp) return cli_fail_status("bench gemm");
+                    kernels->bf16_panels(Wp, Wb, OC, IC, g_panel_width);
+                }
+                g_wpanels = Wp;
                 for (int op = 0; op < 3; op++) {
                     float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
                     const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
                     time_gemm(pass, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &med[pass][ni][s][op],
                               &bestv[pass][ni][s][op], &lpk[pass][ni][s][op], &lpr[pass][ni][s][op]);
                 }
-                gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
+                gpt2c_free(Wp), gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
             }
     int first = 1, voided = 0;
     for (int ni = 0; ni < ns.n && ni < 64; ni++)
