@@ -36,14 +36,6 @@
 #include "testutil.h"
 #include "lib/bf16_order_bound.h"
 
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    gpt2c_rng r;
-    gpt2c_rng_seed(&r, seed, n);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
-    return x;
-}
-
 static size_t ndiff(const float *a, const float *b, size_t n) {
     size_t d = 0;
     for (size_t i = 0; i < n; i++) d += memcmp(&a[i], &b[i], 4) != 0;
@@ -61,7 +53,7 @@ static void test_round_rows(void) {
         const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isas[v]);
         for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++) {
             const int IC = ICs[a], N = 3, ld = (IC + 31) / 32 * 32;
-            float *x = rnd((size_t)N * IC, 40 + IC);
+            float *x = tu_uniform((size_t)N * IC, 40 + IC);
             for (int i = 0; i < N * IC; i += 3) memcpy(&x[i], &special[(i / 3) % (sizeof special / sizeof *special)], 4);
             uint16_t *want = malloc(sizeof(uint16_t) * N * ld), *got = malloc(sizeof(uint16_t) * N * ld);
             gpt2c_cpu_bf16_round_rows(NULL, want, ld, x, N, IC);
@@ -84,7 +76,7 @@ static void test_in_rows(void) {
                                 0xff800000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x80000000u};
     for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++) {
         const int IC = ICs[a], N = 5, ld = IC + (IC & 1);
-        float *x = rnd((size_t)N * IC, 60 + IC);
+        float *x = tu_uniform((size_t)N * IC, 60 + IC);
         for (int i = 1; i < N * IC; i += 3) memcpy(&x[i], &special[(i / 3) % (sizeof special / sizeof *special)], 4);
         uint16_t *rows = malloc(sizeof(uint16_t) * N * IC);
         uint32_t *sw = malloc(sizeof(uint32_t) * N * ld);
@@ -120,7 +112,7 @@ static void test_gemv(void) {
     for (size_t a = 0; a < sizeof ICs / sizeof *ICs; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++) {
             const int IC = ICs[a], N = Ns[b], ld = (IC + 31) / 32 * 32 + 32; /* a row stride beyond the padding */
-            float *x = rnd((size_t)N * IC, 10 + IC), *wf = rnd((size_t)OC * IC, 20 + IC), *bias = rnd(OC, 30);
+            float *x = tu_uniform((size_t)N * IC, 10 + IC), *wf = tu_uniform((size_t)OC * IC, 20 + IC), *bias = tu_uniform(OC, 30);
             uint16_t *w = malloc(sizeof(uint16_t) * OC * IC), *xb = malloc(sizeof(uint16_t) * N * ld);
             for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
             gpt2c_cpu_bf16_round_rows(NULL, xb, ld, x, N, IC);
@@ -171,7 +163,7 @@ static void test_range(void) {
     const int Ns[] = {3, GPT2C_BF16_GEMM_ROWS + 5};
     for (int t = 0; t < 2; t++) {
         const int N = Ns[t];
-        float *x = rnd((size_t)N * IC, 41), *wf = rnd((size_t)OC * IC, 42), *bias = rnd(OC, 43);
+        float *x = tu_uniform((size_t)N * IC, 41), *wf = tu_uniform((size_t)OC * IC, 42), *bias = tu_uniform(OC, 43);
         uint16_t *w = malloc(sizeof(uint16_t) * OC * IC);
         for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);
         const gpt2c_tensor wt = {GPT2C_FMT_BF16, OC, IC, w, NULL, NULL, 0};
@@ -221,7 +213,7 @@ static void test_range_in_bf16(void) {
     for (int ic = 0; ic < 2; ic++)
         for (int t = 0; t < 3; t++) {
             const int IC = ic ? 78 : 77, N = Ns[t], step = steps[t];
-            float *x = rnd((size_t)N * IC, 51), *wf = rnd((size_t)OC * IC, 52), *bias = rnd(OC, 53);
+            float *x = tu_uniform((size_t)N * IC, 51), *wf = tu_uniform((size_t)OC * IC, 52), *bias = tu_uniform(OC, 53);
             x[5] = NAN, x[IC + 2] = INFINITY; /* kept through both roundings alike */
             uint16_t *w = malloc(sizeof(uint16_t) * OC * IC);
             for (int i = 0; i < OC * IC; i++) w[i] = gpt2c_bf16_from_f32(wf[i]);

@@ -22,14 +22,6 @@
 #include "testutil.h"
 #include "lib/bf16_order_bound.h"
 
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    gpt2c_rng r;
-    gpt2c_rng_seed(&r, seed, n);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
-    return x;
-}
-
 static uint16_t *to_bf16(const float *x, size_t n) {
     uint16_t *y = malloc(sizeof(uint16_t) * (n ? n : 1));
     for (size_t i = 0; i < n; i++) y[i] = gpt2c_bf16_from_f32(x[i]);
@@ -57,7 +49,7 @@ static void test_rounding(void) {
 /* ref against double on the rounded inputs */
 static void test_oracle(void) {
     const int M = 5, N = 7, K = 301;
-    float *A = rnd((size_t)M * K, 1), *B = rnd((size_t)K * N, 2), C[5 * 7];
+    float *A = tu_uniform((size_t)M * K, 1), *B = tu_uniform((size_t)K * N, 2), C[5 * 7];
     gpt2c_ref_gemm_bf16(M, N, K, A, K, 1, B, N, 1, C, N, NULL, 0);
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -84,13 +76,13 @@ static void cmp(const char *what, const gemm_bf16_isa_kernel *kk, const float *g
 /* One linear layer's three GEMMs with kernel kk, weight in format wf. */
 static void test_linear(const gemm_bf16_isa_kernel *kk, int N, int IC, int OC, gpt2c_format wf, uint64_t seed) {
     char what[128];
-    float *X = rnd((size_t)N * IC, seed), *W = rnd((size_t)OC * IC, seed + 1), *D = rnd((size_t)N * OC, seed + 2);
-    float *bias = rnd(OC, seed + 3);
+    float *X = tu_uniform((size_t)N * IC, seed), *W = tu_uniform((size_t)OC * IC, seed + 1), *D = tu_uniform((size_t)N * OC, seed + 2);
+    float *bias = tu_uniform(OC, seed + 3);
     uint16_t *Wb = to_bf16(W, (size_t)OC * IC);
     const void *Wp = wf == GPT2C_FMT_BF16 ? (const void *)Wb : (const void *)W;
     float *out = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
     float *dX = malloc(sizeof(float) * N * IC), *rdX = malloc(sizeof(float) * N * IC);
-    float *dW = rnd((size_t)OC * IC, seed + 4), *rdW = malloc(sizeof(float) * OC * IC), *dW2 = malloc(sizeof(float) * OC * IC);
+    float *dW = tu_uniform((size_t)OC * IC, seed + 4), *rdW = malloc(sizeof(float) * OC * IC), *dW2 = malloc(sizeof(float) * OC * IC);
     memcpy(rdW, dW, sizeof(float) * OC * IC);
     memcpy(dW2, dW, sizeof(float) * OC * IC);
     const char *wn = wf == GPT2C_FMT_BF16 ? "bf16" : "f32";
@@ -140,7 +132,7 @@ static void test_op_table(void) {
     CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_forward, GPT2C_FMT_BF16));
     CHECK(GPT2C_KERNELS_TAKES(cpu, matmul_backward, GPT2C_FMT_BF16));
     const int N = 19, IC = 45, OC = 70;
-    float *X = rnd((size_t)N * IC, 7), *W = rnd((size_t)OC * IC, 8), *D = rnd((size_t)N * OC, 9), *bias = rnd(OC, 10);
+    float *X = tu_uniform((size_t)N * IC, 7), *W = tu_uniform((size_t)OC * IC, 8), *D = tu_uniform((size_t)N * OC, 9), *bias = tu_uniform(OC, 10);
     uint16_t *Wb = to_bf16(W, (size_t)OC * IC);
     gpt2c_tensor wt = {.fmt = GPT2C_FMT_BF16, .rows = OC, .cols = IC, .data = Wb};
     float *out = malloc(sizeof(float) * N * OC), *ref = malloc(sizeof(float) * N * OC);
@@ -179,7 +171,7 @@ static void test_bf16_rows(const gemm_bf16_isa_kernel *kk) {
         for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
             for (int M = 1; M <= 13; M++) {
                 const int K = Ks[ki];
-                float *A = rnd((size_t)M * K, 700 + M), *B = rnd((size_t)N * K, 800 + K), *bias = rnd(N, 9);
+                float *A = tu_uniform((size_t)M * K, 700 + M), *B = tu_uniform((size_t)N * K, 800 + K), *bias = tu_uniform(N, 9);
                 uint16_t *Ab = to_bf16(A, (size_t)M * K), *Bb = to_bf16(B, (size_t)N * K);
                 for (size_t i = 0; i < (size_t)M * K; i++) A[i] = gpt2c_bf16_to_f32(Ab[i]);
                 for (size_t i = 0; i < (size_t)N * K; i++) B[i] = gpt2c_bf16_to_f32(Bb[i]);
@@ -206,7 +198,7 @@ static void test_bf16_rows(const gemm_bf16_isa_kernel *kk) {
     gpt2c_cpu_gemm_bf16_set_prepack_max(4096);
     for (int K = 97; K <= 98; K++) {
         const int M = 131;
-        float *A = rnd((size_t)M * K, 901), *B = rnd((size_t)N * K, 902), *C0 = rnd((size_t)M * N, 903);
+        float *A = tu_uniform((size_t)M * K, 901), *B = tu_uniform((size_t)N * K, 902), *C0 = tu_uniform((size_t)M * N, 903);
         uint16_t *Bb = to_bf16(B, (size_t)N * K);
         for (size_t i = 0; i < (size_t)N * K; i++) B[i] = gpt2c_bf16_to_f32(Bb[i]);
         float *got = malloc(sizeof(float) * M * N), *want = malloc(sizeof(float) * M * N);

@@ -26,19 +26,11 @@
 #include "model/model_internal.h"
 #include "testutil.h"
 
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    gpt2c_rng r;
-    gpt2c_rng_seed(&r, seed, n);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
-    return x;
-}
-
 static int same_bits(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
 
 /* dinp (N,IC) = D (N,OC) W (OC,IC) from W's panels against the packed GEMM and the oracle */
 static void dinp_case(gpt2c_isa isa, int width, gemm_bf16_blocking bl, int nth, int N, int IC, int OC, int bf16_d) {
-    float *D = rnd((size_t)N * OC, 11), *W = rnd((size_t)OC * IC, 12);
+    float *D = tu_uniform((size_t)N * OC, 11), *W = tu_uniform((size_t)OC * IC, 12);
     uint16_t *Wb = malloc(sizeof(uint16_t) * (size_t)OC * IC), *Db = malloc(sizeof(uint16_t) * (size_t)N * OC);
     for (size_t i = 0; i < (size_t)OC * IC; i++) Wb[i] = gpt2c_bf16_from_f32(W[i]);
     for (size_t i = 0; i < (size_t)N * OC; i++) Db[i] = gpt2c_bf16_from_f32(D[i]);
@@ -105,11 +97,11 @@ static void op_checks(void) {
     CHECK_OK(gpt2c_kernels_get("cpu", &k));
     const int rows = 6, cols = 128, width = k->bf16_panel_width(rows, cols) ? k->bf16_panel_width(rows, cols) : 64;
     const size_t n = (size_t)rows * cols;
-    float *p[2], *g = rnd(n, 21), *m[2], *v[2];
+    float *p[2], *g = tu_uniform(n, 21), *m[2], *v[2];
     uint16_t *pb[2];
     uint32_t *pd[2];
     for (int i = 0; i < 2; i++) {
-        p[i] = rnd(n, 22), m[i] = rnd(n, 23), v[i] = rnd(n, 24);
+        p[i] = tu_uniform(n, 22), m[i] = tu_uniform(n, 23), v[i] = tu_uniform(n, 24);
         for (size_t j = 0; j < n; j++) v[i][j] = v[i][j] * v[i][j];
         pb[i] = aligned_alloc(64, n * 2);
         pd[i] = aligned_alloc(64, n * 2);

@@ -17,14 +17,6 @@
 #include "kernels/cpu/gemm_tune.h"
 #include "testutil.h"
 
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    gpt2c_rng r;
-    gpt2c_rng_seed(&r, seed, n);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
-    return x;
-}
-
 /* out (N,OC) = X W^T + bias; dX (N,IC) = D W; dW (OC,IC) += D^T X */
 static void layer(gpt2c_isa isa, int N, int IC, int OC, const float *X, const float *W, const float *D, const float *bias,
                   float *out, float *dX, float *dW) {
@@ -34,8 +26,8 @@ static void layer(gpt2c_isa isa, int N, int IC, int OC, const float *X, const fl
 }
 
 static void check_shape(gpt2c_isa isa, int N, int IC, int OC) {
-    float *X = rnd((size_t)N * IC, 1), *W = rnd((size_t)OC * IC, 2), *D = rnd((size_t)N * OC, 3), *bias = rnd(OC, 4);
-    float *dW0 = rnd((size_t)OC * IC, 5);
+    float *X = tu_uniform((size_t)N * IC, 1), *W = tu_uniform((size_t)OC * IC, 2), *D = tu_uniform((size_t)N * OC, 3), *bias = tu_uniform(OC, 4);
+    float *dW0 = tu_uniform((size_t)OC * IC, 5);
     float *out[2], *dX[2], *dW[2];
     for (int v = 0; v < 2; v++) {
         out[v] = malloc(sizeof(float) * N * OC), dX[v] = malloc(sizeof(float) * N * IC);

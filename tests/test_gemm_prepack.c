@@ -19,26 +19,18 @@
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "testutil.h"
 
-static float *rnd(size_t n, uint64_t seed) {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    gpt2c_rng r;
-    gpt2c_rng_seed(&r, seed, n);
-    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
-    return x;
-}
-
 static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
 
 /* one linear layer (N rows, IC -> OC), W bf16, under blocking bl and nth threads */
 static void layer(const gemm_bf16_isa_kernel *kk, gemm_bf16_blocking bl, int nth, int N, int IC, int OC) {
-    float *X = rnd((size_t)N * IC, 1), *D = rnd((size_t)N * OC, 2), *W = rnd((size_t)OC * IC, 3), *bias = rnd(OC, 4);
+    float *X = tu_uniform((size_t)N * IC, 1), *D = tu_uniform((size_t)N * OC, 2), *W = tu_uniform((size_t)OC * IC, 3), *bias = tu_uniform(OC, 4);
     uint16_t *Wb = malloc(sizeof(uint16_t) * (size_t)OC * IC);
     for (size_t i = 0; i < (size_t)OC * IC; i++) Wb[i] = gpt2c_bf16_from_f32(W[i]);
     float *Wr = malloc(sizeof(float) * (size_t)OC * IC); /* the bf16 weight, widened: the oracle's input */
     for (size_t i = 0; i < (size_t)OC * IC; i++) Wr[i] = gpt2c_bf16_to_f32(Wb[i]);
     float *out = calloc((size_t)N * OC, 4), *rout = calloc((size_t)N * OC, 4);
     float *dX = calloc((size_t)N * IC, 4), *rdX = calloc((size_t)N * IC, 4);
-    float *dW = rnd((size_t)OC * IC, 5), *rdW = malloc(sizeof(float) * (size_t)OC * IC);
+    float *dW = tu_uniform((size_t)OC * IC, 5), *rdW = malloc(sizeof(float) * (size_t)OC * IC);
     memcpy(rdW, dW, sizeof(float) * (size_t)OC * IC);
     const gemm_bf16_blocking keep = gpt2c_cpu_gemm_bf16_get_blocking();
     const int keep_nth = omp_get_max_threads();

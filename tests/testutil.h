@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt2c/core.h"
+
 static int tu_failures = 0;
 static int tu_checks = 0;
 
@@ -59,6 +61,15 @@ static int tu_checks = 0;
 static inline int tu_finish(const char *name) {
     printf("%s: %d checks, %d failed\n", name, tu_checks, tu_failures);
     return tu_failures ? 1 : 0;
+}
+
+/* n floats uniform in [-1, 1), drawn from (seed, n): test operands (caller frees) */
+static inline float *tu_uniform(size_t n, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    gpt2c_rng r;
+    gpt2c_rng_seed(&r, seed, n);
+    for (size_t i = 0; i < n; i++) x[i] = 2.0f * gpt2c_rng_uniform(&r) - 1.0f;
+    return x;
 }
 
 static inline void tu_skip(const char *why) {
