@@ -147,7 +147,8 @@ static void matmul_inside(const gpt2c_profile_session *s, char lines[][512], int
         snprintf(why, sizeof why, "the kernel's own rate (%.1f%% of the thread time lost under its roof: C tiles loaded and stored per K "
                                   "block, panels read from L2) -> longer K blocks (gpt2c bench gemm --autotune)", lost_kernel);
     else if (m.pct_pack >= rest)
-        snprintf(why, sizeof why, "packing (weights repacked per unit and K block, activations converted) -> fewer or shared packings");
+        snprintf(why, sizeof why, "packing (weight blocks per unit and K block, but the bf16 dinp's kept panels; activations converted) -> "
+                                  "fewer or shared packings");
     else
         snprintf(why, sizeof why, "the rest: threads waiting at the GEMMs' barriers -> even work per thread");
     ADD("inside the matmuls (%.1f ms; thread time, cpu GEMMs): %.1f%% in the micro-kernel, at %.0f GFLOP/s while it runs%s; %.1f%% "
