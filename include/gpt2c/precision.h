@@ -59,6 +59,9 @@ void gpt2c_model_refresh_bf16(gpt2c_model *m, int all);
  * NULL when there is none (fp32 precision, not a matmul weight, or the fp32
  * masters were given back). */
 uint16_t *gpt2c_model_bf16_copy(gpt2c_model *m, int id);
+/* 0 where GPT2C_BF16_PANELS=0 asks bf16 training to keep no data-gradient
+ * panels of its weights (A/B runs; `bench gemm` follows it too), else 1 */
+int gpt2c_bf16_panels_wanted(void);
 
 /* Inference in bf16: gives the fp32 master copies of the matmul weights back
  * to the OS (they read as zeros afterwards); inference reads the bf16 copies

@@ -19,6 +19,7 @@
 #include "gpt2c/core.h"
 #include "gpt2c/cpu.h"
 #include "gpt2c/peak.h"
+#include "gpt2c/precision.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/gemm.h"
@@ -203,8 +204,9 @@ int bench_gemm(int argc, char **argv) {
                    bl.mc, bl.nc, gpt2c_cpu_gemm_tune_note(1));
             printf("  bf16 GEMM (M >= %d): %s\n", GPT2C_AMX_MIN_ROWS, gpt2c_cpu_bf16_amx_note());
             const int pw = kernels->bf16_panel_width(768, 768);
-            printf("  bf16 dinp: %s\n", pw ? "W read from its data-gradient panels, as bf16 training keeps them (GPT2C_BF16_PANELS=0: packed from its rows)"
-                                         : "W packed from its rows (no panels on this GEMM path)");
+            printf("  bf16 dinp: %s\n", !gpt2c_bf16_panels_wanted() ? "W packed from its rows (GPT2C_BF16_PANELS=0)"
+                                     : pw ? "W read from its data-gradient panels, as bf16 training keeps them (GPT2C_BF16_PANELS=0: packed from its rows)"
+                                          : "W packed from its rows (no panels on this GEMM path)");
         } else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
@@ -256,8 +258,7 @@ int bench_gemm(int argc, char **argv) {
                 }
                 g_wb = Wb;
                 uint32_t *Wp = NULL; /* W's panels (bf16 training's dinp operand) */
-                const char *pe = getenv("GPT2C_BF16_PANELS");
-                g_panel_width = g_bf16 && !(pe && strcmp(pe, "0") == 0) ? kernels->bf16_panel_width(OC, IC) : 0;
+                g_panel_width = g_bf16 && gpt2c_bf16_panels_wanted() ? kernels->bf16_panel_width(OC, IC) : 0;
                 if (g_panel_width) {
                     Wp = gpt2c_alloc(sizeof(uint16_t) * (size_t)OC * IC, "W panels");
                     if (!Wp) return cli_fail_status("bench gemm");

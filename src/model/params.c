@@ -344,7 +344,7 @@ gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m) {
     b.grads = m->grads_mem ? slab : 0;
     b.moments = m->m_mem ? 2 * slab : 0;
     b.bf16_copies = m->bf16_mem ? m->slab_floats * sizeof(uint16_t) : 0;
-    b.bf16_panels = m->panels_mem ? m->panels_bytes : 0;
+    b.bf16_panels = m->panels_bytes; /* 0 when none */
     if (m->acts) {
         b.acts = m->acts->bytes;
         b.acts_backward = m->acts->bbytes;

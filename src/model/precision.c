@@ -64,14 +64,14 @@ static void write_panels(gpt2c_model *m, int id) {
                                         (int)pi->cols, m->panels_width[id]));
 }
 
-static int panels_off_by_env(void) {
+int gpt2c_bf16_panels_wanted(void) {
     const char *e = getenv("GPT2C_BF16_PANELS");
-    return e && strcmp(e, "0") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 gpt2c_status gpt2c_model_alloc_bf16_panels(gpt2c_model *m) {
     if (!m->bf16_mem || m->fp32_released || m->panels_mem || !m->k->bf16_panel_width || !m->k->bf16_panels ||
-        panels_off_by_env())
+        !gpt2c_bf16_panels_wanted())
         return GPT2C_OK;
     size_t words = 0;
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) {

@@ -422,9 +422,11 @@ static void gemm_unit(const gemm_bf16_isa_kernel *kk, int kcmax, int ic, int mb,
     }
 }
 
-/* Element (k, j) of B in panels of width nr (gpt2c_cpu_gemm_bf16_paneled_b) as bf16 bits */
-static uint16_t paneled_elem(const prepacked *b, int nr, int k, int j) {
-    const uint32_t w = b->p[(size_t)(j / nr) * b->pstride + (size_t)(k / 2) * nr + j % nr];
+/* Element (k, j) of B as bf16 bits: from its operand, or (bq->p) from its
+ * panels of width nr (gpt2c_cpu_gemm_bf16_paneled_b) */
+static uint16_t b_elem(const gemm_operand *B, const prepacked *bq, int nr, int k, int j) {
+    if (!bq->p) return elem16(B->p, (size_t)k * B->rs + (size_t)j * B->cs, B->fmt == GPT2C_FMT_BF16);
+    const uint32_t w = bq->p[(size_t)(j / nr) * bq->pstride + (size_t)(k / 2) * nr + j % nr];
     return (uint16_t)(k % 2 ? w >> 16 : w);
 }
 
@@ -432,30 +434,16 @@ static uint16_t paneled_elem(const prepacked *b, int nr, int k, int j) {
  * allocated; B from its operand, or (bq->p) from its panels of width nr. */
 static void gemm_naive(int ic, int mb, int jc, int nb, int K, const gemm_operand *A, const gemm_operand *B,
                        const prepacked *bq, int nr, float *C, long ldc, const float *bias, int accumulate) {
-    const int abf = A->fmt == GPT2C_FMT_BF16, bbf = B->fmt == GPT2C_FMT_BF16;
-    if (bq->p) {
-        for (int i = ic; i < ic + mb; i++)
-            for (int j = jc; j < jc + nb; j++) {
-                float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
-                for (int k = 0; k < K; k += 2) { /* K even here */
-                    acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)(k + 1) * A->cs, abf)) *
-                           gpt2c_bf16_to_f32(paneled_elem(bq, nr, k + 1, j));
-                    acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)k * A->cs, abf)) *
-                           gpt2c_bf16_to_f32(paneled_elem(bq, nr, k, j));
-                }
-                C[(size_t)i * ldc + j] = acc;
-            }
-        return;
-    }
+    const int abf = A->fmt == GPT2C_FMT_BF16;
     for (int i = ic; i < ic + mb; i++)
         for (int j = jc; j < jc + nb; j++) {
             float acc = accumulate ? C[(size_t)i * ldc + j] : (bias ? bias[j] : 0.0f);
             for (int k = 0; k < K; k += 2) {
                 if (k + 1 < K)
                     acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)(k + 1) * A->cs, abf)) *
-                           gpt2c_bf16_to_f32(elem16(B->p, (size_t)(k + 1) * B->rs + (size_t)j * B->cs, bbf));
+                           gpt2c_bf16_to_f32(b_elem(B, bq, nr, k + 1, j));
                 acc += gpt2c_bf16_to_f32(elem16(A->p, (size_t)i * A->rs + (size_t)k * A->cs, abf)) *
-                       gpt2c_bf16_to_f32(elem16(B->p, (size_t)k * B->rs + (size_t)j * B->cs, bbf));
+                       gpt2c_bf16_to_f32(b_elem(B, bq, nr, k, j));
             }
             C[(size_t)i * ldc + j] = acc;
         }
