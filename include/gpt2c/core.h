@@ -11,6 +11,9 @@
 
 /* 64-byte-aligned, zero-filled; NULL on failure (with gpt2c_fail set naming `what`). */
 void *gpt2c_alloc(size_t bytes, const char *what);
+/* The same for the slabs streamed whole every step (weights, gradients, moments):
+ * from 4 MiB on, 2 MiB-aligned and advised into transparent huge pages (Linux). */
+void *gpt2c_alloc_huge(size_t bytes, const char *what);
 void gpt2c_free(void *p);
 
 /* Monotonic clock in nanoseconds. */

@@ -8,6 +8,10 @@ void *gpt2c_mem_alloc(const gpt2c_kernels *k, size_t bytes, const char *what) {
     return k->dev_alloc ? k->dev_alloc(bytes, what) : gpt2c_alloc(bytes, what);
 }
 
+void *gpt2c_mem_alloc_huge(const gpt2c_kernels *k, size_t bytes, const char *what) {
+    return k->dev_alloc ? k->dev_alloc(bytes, what) : gpt2c_alloc_huge(bytes, what);
+}
+
 void gpt2c_mem_free(const gpt2c_kernels *k, void *p) {
     if (!p) return;
     if (k->dev_free)

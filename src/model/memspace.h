@@ -13,6 +13,8 @@ static inline int gpt2c_mem_is_device(const gpt2c_kernels *k) { return k->dev_al
 
 /* zero-filled; NULL with gpt2c_fail set on failure */
 void *gpt2c_mem_alloc(const gpt2c_kernels *k, size_t bytes, const char *what);
+/* The same, for the slabs streamed whole every step: in 2 MiB pages on the host (gpt2c_alloc_huge). */
+void *gpt2c_mem_alloc_huge(const gpt2c_kernels *k, size_t bytes, const char *what);
 void gpt2c_mem_free(const gpt2c_kernels *k, void *p);
 /* host -> backend memory, backend memory -> host (memcpy on host backends) */
 gpt2c_status gpt2c_mem_upload(const gpt2c_kernels *k, void *dst, const void *src, size_t bytes);

@@ -130,7 +130,7 @@ gpt2c_status gpt2c_model_create(const gpt2c_config *cfg_in, gpt2c_model **out) {
     m->cfg = cfg;
     layout(m);
     for (int id = 0; id < GPT2C_NUM_PARAM_TENSORS; id++) m->trainable[id] = 1;
-    m->params_mem = gpt2c_alloc(m->slab_floats * sizeof(float), "parameters");
+    m->params_mem = gpt2c_alloc_huge(m->slab_floats * sizeof(float), "parameters");
     if (!m->params_mem) {
         free(m);
         return GPT2C_ERR_NOMEM;
@@ -150,7 +150,7 @@ static int all_frozen(const gpt2c_model *m) { return m->num_frozen == GPT2C_NUM_
 
 gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
     if (m->grads_mem || all_frozen(m)) return GPT2C_OK;
-    m->grads_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "gradients");
+    m->grads_mem = gpt2c_mem_alloc_huge(m->k, m->slab_floats * sizeof(float), "gradients");
     if (!m->grads_mem) return GPT2C_ERR_NOMEM;
     point(m, m->grads_mem, &m->grads);
     m->grads_zero = 0; /* a device allocation need not be zeroed: the first zero_grad does it */
@@ -159,8 +159,8 @@ gpt2c_status gpt2c_model_alloc_grads(gpt2c_model *m) {
 
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m) {
     if (m->m_mem || all_frozen(m)) return GPT2C_OK;
-    m->m_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW first moments");
-    m->v_mem = gpt2c_mem_alloc(m->k, m->slab_floats * sizeof(float), "AdamW second moments");
+    m->m_mem = gpt2c_mem_alloc_huge(m->k, m->slab_floats * sizeof(float), "AdamW first moments");
+    m->v_mem = gpt2c_mem_alloc_huge(m->k, m->slab_floats * sizeof(float), "AdamW second moments");
     if (!m->m_mem || !m->v_mem) {
         gpt2c_mem_free(m->k, m->m_mem);
         gpt2c_mem_free(m->k, m->v_mem);

@@ -82,7 +82,7 @@ gpt2c_status gpt2c_model_alloc_bf16_panels(gpt2c_model *m) {
         if (w) words += (pi->numel / 2 + 15) / 16 * 16; /* each tensor's on a 64-byte line */
     }
     if (!words) return GPT2C_OK;
-    m->panels_mem = gpt2c_alloc(words * sizeof(uint32_t), "bf16 weight panels (data-gradient GEMMs)");
+    m->panels_mem = gpt2c_alloc_huge(words * sizeof(uint32_t), "bf16 weight panels (data-gradient GEMMs)");
     if (!m->panels_mem) return GPT2C_ERR_NOMEM;
     m->panels_bytes = words * sizeof(uint32_t);
     gpt2c_threads_use(m->threads);
@@ -158,7 +158,7 @@ gpt2c_status gpt2c_model_set_precision(gpt2c_model *m, gpt2c_format p) {
         return gpt2c_fail(GPT2C_ERR_UNSUPPORTED,
                           "bf16: the model is quantized (%s); bf16 applies to fp32 weights",
                           gpt2c_format_get(m->qw->fmt)->name);
-    m->bf16_mem = gpt2c_alloc(m->slab_floats * sizeof(uint16_t), "bf16 weight copies");
+    m->bf16_mem = gpt2c_alloc_huge(m->slab_floats * sizeof(uint16_t), "bf16 weight copies");
     if (!m->bf16_mem) return GPT2C_ERR_NOMEM;
     gpt2c_model_refresh_bf16(m, 1);
     return GPT2C_OK;
