@@ -48,6 +48,10 @@ else
   fail "train 8 steps"; cat "$W/train.err"
 fi
 grep -q 'step     8/8' "$W/train.err" && pass "progress line" || fail "progress line"
+# the memory line says what the OS made of the slabs' huge-page advice (a tiny model's slabs are under
+# 4 MiB, so "0.0 of ..." is right here; a number, or "unknown" with its reason, never nothing)
+grep -Eq 'memory: .*; slabs in 2 MiB pages: ([0-9.]+ of [0-9.]+ MiB \(transparent huge pages: |unknown \()' "$W/train.err" &&
+  pass "memory line: huge pages" || fail "memory line lacks the huge pages: $(grep memory: "$W/train.err")"
 [ "$(grep -c '"loss"' "$W/full.jsonl")" -eq 8 ] && pass "8 train records" || fail "8 train records"
 [ "$(grep -c '"val_loss"' "$W/full.jsonl")" -eq 3 ] && pass "3 val records (steps 0, 4, 8)" || fail "val records"
 first=$(grep '"step":0,"loss"' "$W/full.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')

@@ -46,9 +46,23 @@ int main(void) {
         CHECK(all_zero(a, n) && all_zero(h, n));
         memset(a, 0xab, n), memset(h, 0xcd, n); /* every byte asked for is writable (ASan checks the bounds) */
         CHECK(a[n - 1] == 0xab && h[n - 1] == 0xcd);
-        if (n >= 4 * MiB) printf("huge slab of %zu bytes: %ld KiB of it in huge pages (the OS's choice)\n", n, huge_kib(h));
+        if (n >= 4 * MiB) {
+            /* gpt2c_huge_page_bytes reads the same smaps field as this test's own parser */
+            const void *blk[2] = {h, NULL};
+            const long long hb = gpt2c_huge_page_bytes(blk, 2);
+            const long kib = huge_kib(h);
+            printf("huge slab of %zu bytes: %ld KiB of its mapping in huge pages (the OS's choice)\n", n, kib);
+            CHECK(kib < 0 || hb == (long long)kib * 1024);
+        }
         gpt2c_free(a), gpt2c_free(h);
     }
+    /* no block: no mapping found, so unknown, not 0 */
+    const void *none[1] = {NULL};
+    CHECK(gpt2c_huge_page_bytes(none, 1) == -1);
+    char mode[32];
+    const char *thp = gpt2c_thp_mode(mode, sizeof mode);
+    CHECK(!thp || !strcmp(thp, "always") || !strcmp(thp, "madvise") || !strcmp(thp, "never"));
+    printf("transparent huge pages: %s\n", thp ? thp : "(mode unknown)");
 #ifndef __SANITIZE_ADDRESS__ /* (ASan aborts on such a request, by its default allocator_may_return_null=0) */
     /* an impossible size: NULL and an error naming the block, not a crash */
     void *p = gpt2c_alloc_huge(SIZE_MAX / 2, "the impossible slab");

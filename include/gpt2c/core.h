@@ -15,6 +15,11 @@ void *gpt2c_alloc(size_t bytes, const char *what);
  * from 4 MiB on, 2 MiB-aligned and advised into transparent huge pages (Linux). */
 void *gpt2c_alloc_huge(size_t bytes, const char *what);
 void gpt2c_free(void *p);
+/* The bytes of the mappings holding these blocks that Linux backs with 2 MiB
+ * pages (AnonHugePages, /proc/self/smaps; each mapping once); -1 if unknown. */
+long long gpt2c_huge_page_bytes(const void *const *blocks, int n);
+/* The transparent-huge-page mode ("always", "madvise", "never") into buf; NULL if unknown. */
+const char *gpt2c_thp_mode(char *buf, size_t n);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t gpt2c_now_ns(void);

@@ -177,6 +177,10 @@ typedef struct gpt2c_model_bytes {
     size_t bf16_copies, bf16_panels; /* bf16 precision: the weights' bf16 copies; training's data-gradient panels of them */
 } gpt2c_model_bytes;
 gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m);
+/* Of the host slabs streamed whole every step (weights, gradients, AdamW
+ * moments, bf16 copies and panels; their bytes into *slab_bytes), the bytes
+ * Linux backs with 2 MiB pages; -1 if unknown (no /proc, a device backend). */
+long long gpt2c_model_huge_page_bytes(const gpt2c_model *m, size_t *slab_bytes);
 
 /* Allocates the AdamW moments (zeroed) if not yet there. */
 gpt2c_status gpt2c_model_alloc_optimizer(gpt2c_model *m);

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/bench.h"
 #include "cli/lora_arg.h"
+#include "cli/memory_note.h"
 #include "cli/quant_arg.h"
 #include "cli/precision_arg.h"
 #include "cli/run_arg.h"
@@ -287,10 +288,12 @@ static int run_bench(const char *what, int forward_only, int argc, char **argv) 
             char bf16[96] = "";
             if (mb.bf16_copies)
                 snprintf(bf16, sizeof bf16, ", bf16 copies %.1f + GEMM panels %.1f", mb.bf16_copies / MiB, mb.bf16_panels / MiB);
+            char huge[160];
+            cli_huge_pages_note(huge, sizeof huge, m);
             printf("  memory: peak RSS %.1f MiB%s; parameters %.1f MiB (quantized weights %.1f)%s, gradients %.1f, AdamW "
-                   "moments %.1f, activations %.1f + backward %.1f, LoRA %.2f (+ grads/moments %.2f, activations %.2f)\n",
+                   "moments %.1f, activations %.1f + backward %.1f, LoRA %.2f (+ grads/moments %.2f, activations %.2f)%s\n",
                    rss / MiB, with_probe, mb.params / MiB, mb.quantized / MiB, bf16, mb.grads / MiB, mb.moments / MiB,
-                   mb.acts / MiB, mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB);
+                   mb.acts / MiB, mb.acts_backward / MiB, mb.lora_params / MiB, mb.lora_state / MiB, mb.lora_acts / MiB, huge);
         }
     }
     gpt2c_mem_probe_free(probe);

@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/memory_note.h"
 #include "cli/lora_arg.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
@@ -575,11 +576,13 @@ static void print_memory(const gpt2c_model *m) {
     char bf16[96] = "";
     if (b.bf16_copies)
         snprintf(bf16, sizeof bf16, ", bf16 copies %.1f + GEMM panels %.1f", b.bf16_copies / MiB, b.bf16_panels / MiB);
+    char huge[160];
+    cli_huge_pages_note(huge, sizeof huge, m);
     fprintf(stderr,
             "gpt2c %s: memory: parameters %.1f MiB (of which quantized weights %.1f)%s, gradients %.1f, AdamW moments "
-            "%.1f, activations %.1f + backward %.1f, LoRA adapters %.2f (grads + moments %.2f, activations %.2f)\n",
+            "%.1f, activations %.1f + backward %.1f, LoRA adapters %.2f (grads + moments %.2f, activations %.2f)%s\n",
             CMD, b.params / MiB, b.quantized / MiB, bf16, b.grads / MiB, b.moments / MiB, b.acts / MiB, b.acts_backward / MiB,
-            b.lora_params / MiB, b.lora_state / MiB, b.lora_acts / MiB);
+            b.lora_params / MiB, b.lora_state / MiB, b.lora_acts / MiB, huge);
 }
 
 static int train_run(train_job *J) {
