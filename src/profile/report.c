@@ -270,6 +270,9 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                         : gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
+    if (s->slab_bytes && s->huge_bytes >= 0)
+        gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: %.1f of %.1f MiB (transparent huge pages: %s)%s",
+                        pre, s->huge_bytes / 1048576.0, s->slab_bytes / 1048576.0, s->thp[0] ? s->thp : "mode unknown", post);
     if (S_have(s, G_STEP, F_PROBE)) {
         const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
         const double share = gpt2c_prof_probe_peak_share(s);
@@ -368,7 +371,13 @@ void gpt2c_prof_render_summary_json(gpt2c_profile_session *s, sbuf *b) {
     gpt2c_sb_json_str(b, s->model_name);
     gpt2c_sb_printf(b, "\",\"layers\":%d,\"batch\":%d,\"seq\":%d,\"params\":%zu,\"backend\":\"", s->L, s->B, s->T, s->m->num_params);
     gpt2c_sb_json_str(b, s->backend);
-    gpt2c_sb_printf(b, "\"},\n\"trials\":%d,\"steps\":%zu,\n\"counters\":{", s->ntrials, s->steps_total);
+    gpt2c_sb_printf(b, "\",\"slab_bytes\":%zu,\"huge_page_bytes\":", s->slab_bytes);
+    if (s->huge_bytes >= 0) gpt2c_sb_printf(b, "%lld", s->huge_bytes);
+    else gpt2c_sb_puts(b, "null");
+    gpt2c_sb_puts(b, ",\"transparent_huge_pages\":");
+    if (s->thp[0]) gpt2c_sb_printf(b, "\"%s\"", s->thp);
+    else gpt2c_sb_puts(b, "null");
+    gpt2c_sb_printf(b, "},\n\"trials\":%d,\"steps\":%zu,\n\"counters\":{", s->ntrials, s->steps_total);
     if (!s->ctr) gpt2c_sb_puts(b, "\"enabled\":false");
     else {
         gpt2c_sb_puts(b, "\"enabled\":true,\"hardware\":");

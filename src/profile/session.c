@@ -476,6 +476,8 @@ gpt2c_status gpt2c_profile_session_end(gpt2c_profile_session *s) {
         /* a metric missing from some trials is reported over the trials that had it */
         s->stats[i] = (gpt2c_stat){s->st_mean[i], n > 1 ? sqrt(s->st_m2[i] / (n - 1)) : 0, s->st_min[i], s->st_max[i], n};
     }
+    s->huge_bytes = s->m ? gpt2c_model_huge_page_bytes(s->m, &s->slab_bytes) : -1;
+    if (!gpt2c_thp_mode(s->thp, sizeof s->thp)) s->thp[0] = '\0';
     s->ended = 1;
     if (s->ntrials == 0) return gpt2c_fail(GPT2C_ERR_ARG, "profile session: no step was recorded");
     return GPT2C_OK;

@@ -106,6 +106,9 @@ struct gpt2c_profile_session {
     int attention_tiled; /* the backend's attention keeps no T x T scores (flash-style: its state is O(T)) */
     int bf16_attention;  /* bf16 precision on a backend whose attention multiplies in bf16 (attention_forward_bf16) */
     char peak_reason[256];
+    size_t slab_bytes;    /* the weights', gradients', moments' (and bf16 copies') slabs (gpt2c_model_huge_page_bytes) */
+    long long huge_bytes; /* of those, in 2 MiB pages at the session's end; -1: unknown */
+    char thp[16];         /* transparent huge pages' mode; "": unknown */
 
     scaling_row scaling[64];
     int nscaling;
