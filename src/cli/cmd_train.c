@@ -11,8 +11,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/memory_note.h"
 #include "cli/lora_arg.h"
+#include "cli/memory_note.h"
 #include "cli/model_arg.h"
 #include "cli/outpaths.h"
 #include "cli/quant_arg.h"

@@ -17,5 +17,5 @@ void cli_huge_pages_note(char *buf, size_t n, const gpt2c_model *m) {
     else /* THP "never": say what it costs (BENCHMARKS.md, twenty-fifth session) */
         snprintf(buf, n, "; slabs in 2 MiB pages: %.1f of %.1f MiB (transparent huge pages: %s%s)", huge / 1048576.0,
                  slabs / 1048576.0, thp ? thp : "mode unknown",
-                 thp && !strcmp(thp, "never") ? "; in 2 MiB pages AdamW ran 1.1-1.2x faster on Zen 4" : "");
+                 thp && !strcmp(thp, "never") ? "; AdamW ran up to 1.2x faster in 2 MiB pages on Zen 4" : "");
 }

@@ -29,9 +29,11 @@ void *gpt2c_alloc(size_t bytes, const char *what) { return alloc_aligned(bytes, 
  * slabs at once (weights, gradient, both moments, the bf16 copies and
  * panels); in 2 MiB pages those streams cross 512x fewer page boundaries
  * (the hardware prefetchers stop at each) and need 512x fewer TLB entries.
- * Measured on Zen 4 (BENCHMARKS.md, twenty-fifth session): bf16 AdamW with
- * panels 0.92x the time, fp32 AdamW 0.97x, the grad norm 0.95x.  Small
- * blocks stay on gpt2c_alloc (a 2 MiB page each would waste memory). */
+ * Measured on Zen 4 (BENCHMARKS.md, twenty-fifth session), the same ops on
+ * the same arrays in one process (bench/hugepages_ab.sh): bf16 AdamW with its
+ * panels 0.82-0.98x the time, fp32 AdamW 0.84-1.00x, the grad norm 0.87-1.05x.  The activations
+ * stay on gpt2c_alloc (in 2 MiB pages: no gain measured), and so do small
+ * blocks (a 2 MiB page each would waste memory). */
 void *gpt2c_alloc_huge(size_t bytes, const char *what) {
     const size_t huge = (size_t)2 << 20;
     if (bytes < 2 * huge) return gpt2c_alloc(bytes, what);

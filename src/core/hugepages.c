@@ -1,7 +1,7 @@
 /* What the OS made of gpt2c_alloc_huge's advice (gpt2c/core.h): the bytes of
  * some blocks' mappings backed by 2 MiB pages, from /proc/self/smaps, and the
  * machine's transparent-huge-page mode, for the memory lines of `train` and
- * `bench train` (a slab on 4 KiB pages costs AdamW ~10%: BENCHMARKS.md). */
+ * `bench train` (on 4 KiB pages AdamW ran up to 1.2x slower: BENCHMARKS.md). */
 #include <stdio.h>
 #include <string.h>
 

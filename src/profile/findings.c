@@ -232,7 +232,7 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
         /* slabs left on 4 KiB pages (THP "never", or no huge pages free): the first thing to fix */
         char pages[192] = "";
         if (s->slab_bytes && s->huge_bytes >= 0 && 2 * (size_t)s->huge_bytes < s->slab_bytes)
-            snprintf(pages, sizeof pages, "2 MiB pages for its slabs first (%.0f of %.0f MiB are; transparent huge pages: %s; AdamW ran 1.1-1.2x faster in them on Zen 4), then ",
+            snprintf(pages, sizeof pages, "2 MiB pages for its slabs first (%.0f of %.0f MiB are; transparent huge pages: %s; AdamW ran up to 1.2x faster in them on Zen 4), then ",
                      s->huge_bytes / 1048576.0, s->slab_bytes / 1048576.0, s->thp[0] ? s->thp : "mode unknown");
         ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> %sfewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",
             pct(s, opt), S_mean(s, opt, F_MS), gpt2c_prof_bound(s, opt)[0] ? gpt2c_prof_bound(s, opt) : "memory traffic", bw, now, pages);
