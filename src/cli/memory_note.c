@@ -13,7 +13,7 @@ void cli_huge_pages_note(char *buf, size_t n, const gpt2c_model *m) {
     if (!slabs)
         snprintf(buf, n, "%s", "");
     else if (huge < 0)
-        snprintf(buf, n, "; slabs in 2 MiB pages: unknown (device memory, or no /proc/self/smaps)");
+        snprintf(buf, n, "; slabs in 2 MiB pages: unknown (device memory, or no AnonHugePages in /proc/self/smaps)");
     else /* THP "never": say what it costs (BENCHMARKS.md, twenty-fifth session) */
         snprintf(buf, n, "; slabs in 2 MiB pages: %.1f of %.1f MiB (transparent huge pages: %s%s)", huge / 1048576.0,
                  slabs / 1048576.0, thp ? thp : "mode unknown",

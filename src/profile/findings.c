@@ -229,9 +229,10 @@ int gpt2c_prof_findings(gpt2c_profile_session *s, char lines[][512], int max) {
             snprintf(now, sizeof now, "; beside the trials the grad norm read at %.0f%% of the read stream (%.1f GB/s), AdamW at %.0f%% of the update stream (%.1f GB/s)",
                      S_mean(s, gn, F_PCT_MEM_PROBE), S_mean(s, G_STEP, F_MEM_READ), S_mean(s, ad, F_PCT_MEM_PROBE),
                      S_mean(s, G_STEP, F_MEM_UPDATE));
-        /* slabs left on 4 KiB pages (THP "never", or no huge pages free): the first thing to fix */
+        /* slabs left on 4 KiB pages (THP "never", or no huge pages free): the first thing to fix, where they
+         * are large enough for it to matter (a tiny model's are under gpt2c_alloc_huge's 4 MiB on purpose) */
         char pages[192] = "";
-        if (s->slab_bytes && s->huge_bytes >= 0 && 2 * (size_t)s->huge_bytes < s->slab_bytes)
+        if (s->slab_bytes >= ((size_t)64 << 20) && s->huge_bytes >= 0 && 2 * (size_t)s->huge_bytes < s->slab_bytes)
             snprintf(pages, sizeof pages, "2 MiB pages for its slabs first (%.0f of %.0f MiB are; transparent huge pages: %s; AdamW ran up to 1.2x faster in them on Zen 4), then ",
                      s->huge_bytes / 1048576.0, s->slab_bytes / 1048576.0, s->thp[0] ? s->thp : "mode unknown");
         ADD("optimizer is %.1f%% of the step (%.1f ms: grad norm + AdamW, %s%s%s) -> %sfewer passes over the slabs (the grad norm reads every gradient once more), fewer bytes (bf16 moments), or its traffic overlapped with compute on idle cores (between a GEMM's own tiles it ran slower: docs/GEMM.md)",

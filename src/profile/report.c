@@ -273,6 +273,9 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
     if (s->slab_bytes && s->huge_bytes >= 0)
         gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: %.1f of %.1f MiB (transparent huge pages: %s)%s",
                         pre, s->huge_bytes / 1048576.0, s->slab_bytes / 1048576.0, s->thp[0] ? s->thp : "mode unknown", post);
+    else if (s->slab_bytes)
+        gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: unknown (device memory, or no AnonHugePages in /proc/self/smaps)%s",
+                        pre, post);
     if (S_have(s, G_STEP, F_PROBE)) {
         const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
         const double share = gpt2c_prof_probe_peak_share(s);
