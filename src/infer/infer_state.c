@@ -94,7 +94,8 @@ gpt2c_status gpt2c_infer_create(const gpt2c_model *m, int batch, int ctx, int ch
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     s->floats = total;
-    s->mem = gpt2c_alloc(total * sizeof(float), "KV cache and inference buffers");
+    /* decode reads every cached position each step: in 2 MiB pages, as the weights (gpt2c_alloc_huge) */
+    s->mem = gpt2c_alloc_huge(total * sizeof(float), "KV cache and inference buffers");
     s->pos = gpt2c_alloc(sizeof(int) * (size_t)(batch + R), "inference positions");
     s->tok = gpt2c_alloc(sizeof(int32_t) * (size_t)R, "inference tokens");
     /* stages of one pass: encoder, blocks, LM head (+2 spare); with bf16 rows, one more (the rounding) per matmul */
