@@ -20,6 +20,9 @@ void gpt2c_free(void *p);
 long long gpt2c_huge_page_bytes(const void *const *blocks, int n);
 /* The transparent-huge-page mode ("always", "madvise", "never") into buf; NULL if unknown. */
 const char *gpt2c_thp_mode(char *buf, size_t n);
+/* Those bytes said in words into buf: "H of S MiB (transparent huge pages: MODE<note>)", or
+ * "unknown (...)" for huge < 0 (the memory lines of train / bench train, profile's header). */
+const char *gpt2c_huge_pages_text(char *buf, size_t n, long long huge, size_t slabs, const char *thp, const char *note);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t gpt2c_now_ns(void);

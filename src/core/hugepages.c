@@ -46,3 +46,12 @@ const char *gpt2c_thp_mode(char *buf, size_t n) {
     fclose(f);
     return r;
 }
+
+const char *gpt2c_huge_pages_text(char *buf, size_t n, long long huge, size_t slabs, const char *thp, const char *note) {
+    if (huge < 0)
+        snprintf(buf, n, "unknown (device memory, or no AnonHugePages in /proc/self/smaps)");
+    else
+        snprintf(buf, n, "%.1f of %.1f MiB (transparent huge pages: %s%s)", huge / 1048576.0, slabs / 1048576.0,
+                 thp && *thp ? thp : "mode unknown", note ? note : "");
+    return buf;
+}

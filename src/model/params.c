@@ -359,12 +359,9 @@ gpt2c_model_bytes gpt2c_model_memory(const gpt2c_model *m) {
 }
 
 long long gpt2c_model_huge_page_bytes(const gpt2c_model *m, size_t *slab_bytes) {
-    const size_t slab = m->slab_floats * sizeof(float);
+    const gpt2c_model_bytes b = gpt2c_model_memory(m); /* its params leave out quantized tensors: the slab is whole */
+    const size_t bytes = m->slab_floats * sizeof(float) + b.grads + b.moments + b.bf16_copies + b.bf16_panels;
     const void *blocks[6] = {m->params_mem, m->grads_mem, m->m_mem, m->v_mem, m->bf16_mem, m->panels_mem};
-    size_t bytes = 0;
-    for (int i = 0; i < 4; i++) bytes += blocks[i] ? slab : 0;
-    bytes += m->bf16_mem ? m->slab_floats * sizeof(uint16_t) : 0;
-    bytes += m->panels_bytes;
     if (slab_bytes) *slab_bytes = bytes;
     if (m->k && m->k->dev_alloc) return -1; /* device memory (the fp32 weights stay on the host, the rest does not) */
     const long long h = gpt2c_huge_page_bytes(blocks, 6);

@@ -270,12 +270,11 @@ static void header_lines(gpt2c_profile_session *s, sbuf *b, int html) {
                         : gpt2c_cpu_bf16_engine_note()[0] ? gpt2c_cpu_bf16_engine_note() : "fp32 FMAs", post);
     else if (!s->have_peak)
         gpt2c_sb_printf(b, "%smachine peaks unavailable: %s%s", pre, s->peak_reason, post);
-    if (s->slab_bytes && s->huge_bytes >= 0)
-        gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: %.1f of %.1f MiB (transparent huge pages: %s)%s",
-                        pre, s->huge_bytes / 1048576.0, s->slab_bytes / 1048576.0, s->thp[0] ? s->thp : "mode unknown", post);
-    else if (s->slab_bytes)
-        gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: unknown (device memory, or no AnonHugePages in /proc/self/smaps)%s",
-                        pre, post);
+    if (s->slab_bytes) {
+        char text[160];
+        gpt2c_sb_printf(b, "%sslabs (weights, gradients, moments) in 2 MiB pages: %s%s", pre,
+                        gpt2c_huge_pages_text(text, sizeof text, s->huge_bytes, s->slab_bytes, s->thp, NULL), post);
+    }
     if (S_have(s, G_STEP, F_PROBE)) {
         const gpt2c_stat *p = S_stat(s, G_STEP, F_PROBE);
         const double share = gpt2c_prof_probe_peak_share(s);
