@@ -22,7 +22,7 @@ static void layer(gpt2c_isa isa, int N, int IC, int OC, const float *X, const fl
                   float *out, float *dX, float *dW) {
     gpt2c_cpu_gemm(isa, N, OC, IC, X, IC, 1, W, 1, IC, out, OC, bias, 0);
     gpt2c_cpu_linear_gemm(isa, GEMM_DINP, dX, D, W, N, IC, OC);
-    gpt2c_cpu_linear_gemm(isa, GEMM_DW, dW, D, X, N, IC, OC);
+    gpt2c_cpu_linear_gemm(isa, GEMM_DW_ACC, dW, D, X, N, IC, OC);
 }
 
 static void check_shape(gpt2c_isa isa, int N, int IC, int OC) {

@@ -51,8 +51,28 @@ static const uint16_t *g_wb;
  * W packed from its rows (GPT2C_BF16_PANELS=0 too, as in training) */
 static const uint32_t *g_wpanels;
 static int g_panel_width;
+/* the weight gradient as training writes it: over the stale one (GEMM_DW),
+ * or added to it (--dw-accumulate: gradient accumulation's later micro-steps) */
+static int g_dw_acc;
+/* bf16, the LM head: dout as bf16 training keeps the loss gradient, bf16
+ * words in place of the fp32 logits (ops.h's softmax_xent_backward_bf16:
+ * leading dimension 2*OC words), read by its dinp and dweight; NULL: fp32 */
+static const uint16_t *g_dout_bf16;
 
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
+    if (op == GEMM_DW && g_dw_acc) op = GEMM_DW_ACC;
+    if (g_bf16 && g_dout_bf16 && op != GEMM_FWD) {
+        const gpt2c_isa isa = gpt2c_cpu_isa();
+        if (op == GEMM_DINP) {
+            const gemm_operand d = {g_dout_bf16, GPT2C_FMT_BF16, 2L * OC, 1}, w = {g_wb, GPT2C_FMT_BF16, IC, 1};
+            if (!g_wpanels || !gpt2c_cpu_gemm_bf16_paneled_b(isa, N, IC, OC, d, g_wpanels, g_panel_width, C, IC, NULL, 0))
+                gpt2c_cpu_gemm_bf16(isa, N, IC, OC, d, w, C, IC, NULL, 0);
+        } else {
+            const gemm_operand dt = {g_dout_bf16, GPT2C_FMT_BF16, 1, 2L * OC}, x = {B, GPT2C_FMT_F32, IC, 1};
+            gpt2c_cpu_gemm_bf16(isa, OC, IC, N, dt, x, C, IC, NULL, op == GEMM_DW_ACC);
+        }
+        return;
+    }
     if (g_bf16 && op == GEMM_DINP && g_wpanels) {
         const gemm_operand d = {A, GPT2C_FMT_F32, OC, 1};
         if (gpt2c_cpu_gemm_bf16_paneled_b(gpt2c_cpu_isa(), N, IC, OC, d, g_wpanels, g_panel_width, C, IC, NULL, 0)) return;
@@ -142,6 +162,8 @@ int bench_gemm(int argc, char **argv) {
         {"--isa", CLI_STR, &isa, "cpu GEMM path: auto, avx512, avx2, scalar", 0, 0},
         {"--precision", CLI_STR, &precision, "fp32 or bf16 (bf16 operands, fp32 accumulation; the weight stored bf16)", 0, 0},
         {"--autotune", CLI_FLAG, &autotune, "redo the GEMM's blocking autotune (of --precision) for this CPU (cached per CPU signature)", 0, 0},
+        {"--dw-accumulate", CLI_FLAG, &g_dw_acc,
+         "dweight adds to dW (as gradient accumulation's later micro-steps) instead of overwriting it (as training's first)", 0, 0},
         {"--no-blas", CLI_FLAG, &no_blas, "skip the cblas comparison", 0, 0},
         {"--no-local-peak", CLI_FLAG, &no_local, "skip the peak bursts next to each GEMM (only the cached peak's %)", 0, 0},
         {"--cpu-time", CLI_FLAG, &g_cpu_clock, "time by process CPU time (with --threads 1: immune to preemption)", 0, 0},
@@ -207,9 +229,12 @@ int bench_gemm(int argc, char **argv) {
             printf("  bf16 dinp: %s\n", !gpt2c_bf16_panels_wanted() ? "W packed from its rows (GPT2C_BF16_PANELS=0)"
                                      : pw ? "W read from its data-gradient panels, as bf16 training keeps them (GPT2C_BF16_PANELS=0: packed from its rows)"
                                           : "W packed from its rows (no panels on this GEMM path)");
+            printf("  bf16 LM head: dinp and dweight read dout as bf16, as bf16 training stores the loss gradient\n");
         } else
             printf("  fp32 blocking kc %d mc %d nc %d (%s)\n", gpt2c_cpu_gemm_fp32_kc(), fmc, fnc,
                    gpt2c_cpu_isa() == GPT2C_ISA_SCALAR ? "from this core's L2" : gpt2c_cpu_gemm_tune_note(0));
+        printf("  dweight: %s\n", g_dw_acc ? "dW += dout^T X (--dw-accumulate: gradient accumulation's later micro-steps)"
+                                            : "dW = dout^T X, over the old gradient, as training writes it (--dw-accumulate: +=)");
 #ifdef GPT2C_HAVE_BLAS
         if (have_blas) printf("  blas: %s\n", blas_desc);
         else if (g_bf16 && !no_blas) printf("  blas: %s\n", gpt2c_blas_sbgemm_status());
@@ -220,6 +245,7 @@ int bench_gemm(int argc, char **argv) {
         printf("{\"bench\":\"gemm\",\"precision\":\"%s\",\"isa\":\"%s\",\"threads\":%d,\"peak_gflops\":%.1f,\"blocking\":{\"kc\":%d,\"mc\":%d,\"nc\":%d},",
                g_bf16 ? "bf16" : "fp32", gpt2c_isa_name(gpt2c_cpu_isa()), nt, peak, g_bf16 ? bl.kc : gpt2c_cpu_gemm_fp32_kc(), g_bf16 ? bl.mc : fmc,
                g_bf16 ? bl.nc : fnc);
+        printf("\"dweight_accumulates\":%s,\"lmhead_dout_bf16\":%s,", g_dw_acc ? "true" : "false", g_bf16 ? "true" : "false");
         printf("\"tune\":\"");
         for (const char *c = gpt2c_cpu_gemm_tune_note(g_bf16); *c; c++) printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
         printf("\",");
@@ -265,13 +291,22 @@ int bench_gemm(int argc, char **argv) {
                     kernels->bf16_panels(Wp, Wb, OC, IC, g_panel_width);
                 }
                 g_wpanels = Wp;
+                uint16_t *Db = NULL; /* the LM head's bf16 dout (bf16: g_dout_bf16) */
+                if (g_bf16 && s == 4) {
+                    Db = gpt2c_alloc(sizeof(uint16_t) * 2 * (size_t)N * OC, "dout bf16");
+                    if (!Db) return cli_fail_status("bench gemm");
+                    for (size_t n = 0; n < (size_t)N; n++)
+                        for (size_t i = 0; i < (size_t)OC; i++) Db[n * 2 * OC + i] = gpt2c_bf16_from_f32(D[n * OC + i]);
+                }
+                g_dout_bf16 = Db;
                 for (int op = 0; op < 3; op++) {
                     float *C = op == GEMM_FWD ? out : op == GEMM_DINP ? dX : dW;
                     const float *A = op == GEMM_FWD ? X : D, *Bm = op == GEMM_DW ? X : W;
                     time_gemm(pass, (gemm_linear_op)op, C, A, Bm, N, IC, OC, reps, &med[pass][ni][s][op],
                               &bestv[pass][ni][s][op], &lpk[pass][ni][s][op], &lpr[pass][ni][s][op]);
                 }
-                gpt2c_free(Wp), gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
+                g_dout_bf16 = NULL;
+                gpt2c_free(Db), gpt2c_free(Wp), gpt2c_free(Wb), gpt2c_free(X), gpt2c_free(W), gpt2c_free(D), gpt2c_free(out), gpt2c_free(dX), gpt2c_free(dW);
             }
     int first = 1, voided = 0;
     for (int ni = 0; ni < ns.n && ni < 64; ni++)

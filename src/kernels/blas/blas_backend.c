@@ -196,7 +196,10 @@ void gpt2c_blas_linear_gemm(gemm_linear_op op, float *C, const float *A, const f
     switch (op) {
     case GEMM_FWD: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, A, IC, B, IC, 0.0f, C, OC); break;
     case GEMM_DINP: lib.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, A, OC, B, IC, 0.0f, C, IC); break;
-    case GEMM_DW: lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, 1.0f, C, IC); break;
+    case GEMM_DW:
+    case GEMM_DW_ACC:
+        lib.sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, A, OC, B, IC, op == GEMM_DW_ACC ? 1.0f : 0.0f, C, IC);
+        break;
     }
 }
 

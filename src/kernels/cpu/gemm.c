@@ -327,6 +327,7 @@ void gpt2c_cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const flo
     switch (op) {
     case GEMM_FWD: gpt2c_cpu_gemm(isa, N, OC, IC, A, IC, 1, B, 1, IC, C, OC, NULL, 0); break;
     case GEMM_DINP: gpt2c_cpu_gemm(isa, N, IC, OC, A, OC, 1, B, IC, 1, C, IC, NULL, 0); break;
-    case GEMM_DW: gpt2c_cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, 1); break;
+    case GEMM_DW:
+    case GEMM_DW_ACC: gpt2c_cpu_gemm(isa, OC, IC, N, A, 1, OC, B, IC, 1, C, IC, NULL, op == GEMM_DW_ACC); break;
     }
 }

@@ -100,11 +100,15 @@ static inline int gpt2c_gemm_trivial(int M, int N, int K, float *C, long ldc, co
 void gpt2c_cpu_gemm(gpt2c_isa isa, int M, int N, int K, const float *A, long rsa, long csa, const float *B, long rsb,
               long csb, float *C, long ldc, const float *bias, int accumulate);
 
-/* The three GEMMs of a linear layer (for benchmarks), by the strides above:
- *   GEMM_FWD:  C = out (N,OC)   = X (N,IC) W^T      (A = X,    B = W)
- *   GEMM_DINP: C = dinp (N,IC)  = dout (N,OC) W     (A = dout, B = W)
- *   GEMM_DW:   C = dW (OC,IC)  += dout^T X          (A = dout, B = X) */
-typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW } gemm_linear_op;
+/* The GEMMs of a linear layer (for benchmarks), by the strides above:
+ *   GEMM_FWD:    C = out (N,OC)   = X (N,IC) W^T      (A = X,    B = W)
+ *   GEMM_DINP:   C = dinp (N,IC)  = dout (N,OC) W     (A = dout, B = W)
+ *   GEMM_DW:     C = dW (OC,IC)   = dout^T X          (A = dout, B = X):
+ *                the weight gradient as training writes it, over the stale
+ *                one (model_internal.h's grads_stale)
+ *   GEMM_DW_ACC: C = dW (OC,IC)  += dout^T X          (later micro-steps of
+ *                gradient accumulation) */
+typedef enum { GEMM_FWD, GEMM_DINP, GEMM_DW, GEMM_DW_ACC } gemm_linear_op;
 void gpt2c_cpu_linear_gemm(gpt2c_isa isa, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC);
 
 /* The cache lines of a block of an operand as a list of runs (stride bytes

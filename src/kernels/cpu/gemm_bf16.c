@@ -663,9 +663,10 @@ void gpt2c_cpu_linear_gemm_bf16(gpt2c_isa isa, gemm_linear_op op, float *C, cons
         gpt2c_cpu_gemm_bf16(isa, N, IC, OC, a, b, C, IC, NULL, 0);
         break;
     }
-    case GEMM_DW: {
+    case GEMM_DW:
+    case GEMM_DW_ACC: {
         const gemm_operand a = {A, fa, 1, OC}, b = {B, fb, IC, 1};
-        gpt2c_cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, 1);
+        gpt2c_cpu_gemm_bf16(isa, OC, IC, N, a, b, C, IC, NULL, op == GEMM_DW_ACC);
         break;
     }
     }
