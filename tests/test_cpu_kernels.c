@@ -215,6 +215,16 @@ static void test_attention_bf16(int B, int T, int C, int NH) {
         CHECK_MSG(memcmp(out[0], out[2], 4 * no) != 0 && max_rel(out[2], a.out_r, no) < eo,
                   "[%s] bf16 attention B=%d T=%d C=%d NH=%d: gives the fp32 path's numbers", g_isa, B, T, C, NH);
     if (T == 1024) printf("  [%s] bf16 attention T=%d hs=%d: out %.2e, dqkv %.2e of the largest\n", g_isa, T, C / NH, eo, ed);
+    /* the vector packing of activation rows into pair panels (even head sizes)
+     * gives the portable loop's words: the same bits */
+    float *out_p, *dq_p;
+    setenv("GPT2C_ATT_PORTABLE_PACK", "1", 1);
+    att_run(&a, 1, 2, &out_p, &dq_p);
+    unsetenv("GPT2C_ATT_PORTABLE_PACK");
+    CHECK_MSG(memcmp(out_p, out[1], 4 * no) == 0 && memcmp(dq_p, dq[1], 4 * nq) == 0,
+              "[%s] bf16 attention B=%d T=%d C=%d NH=%d: the vector packing differs from the portable one", g_isa, B, T, C,
+              NH);
+    free(out_p), free(dq_p);
     att_case_free(&a);
     for (int t = 0; t < 3; t++) free(out[t]), free(dq[t]);
 }

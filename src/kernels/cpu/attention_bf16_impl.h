@@ -36,6 +36,16 @@
 
 #define ATT_PF 8 /* rows prefetched ahead while packing */
 
+/* The kernel the attention packs for: the ISA's, or (GPT2C_ATT_PORTABLE_PACK
+ * set: tests, the fast packing's bits) a copy without its vector packing */
+static const gemm_bf16_isa_kernel *att_kernel(gemm_bf16_isa_kernel *copy) {
+    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
+    if (!getenv("GPT2C_ATT_PORTABLE_PACK")) return kk;
+    *copy = *kk;
+    copy->f32_pairs = NULL, copy->pack_words = NULL;
+    return copy;
+}
+
 static inline uint32_t att_word(float lo, float hi) { return gpt2c_bf16_from_f32(lo) | gpt2c_bf16_f32_bits(hi); }
 
 /* pair row slot d (panel width P) = word w: the word itself (xw 1), or its
@@ -52,8 +62,28 @@ static inline void att_put(uint32_t *d, int P, uint32_t w, int xw) {
 /* A panels of n rows (rows past n zero) with pairs over k < K (row r at src + r*lds):
  * dst[(r/MR)*(MR*kp) + p*MR + r%MR], kp = ceil(K/2), rows padded to MR
  * (every offset times xw: att_put) */
-static void att_pack_rows_a(uint32_t *dst, const float *src, long lds, int n, int K, int MR, int xw) {
+static void att_pack_rows_a(const gemm_bf16_isa_kernel *kk, uint32_t *dst, const float *src, long lds, int n, int K, int MR,
+                            int xw) {
     const int kp = (K + 1) / 2, nm = att_up(n, MR);
+    enum { FAST_WORDS = 4096 }; /* tmp: a panel's rows of pair words */
+    if (xw == 1 && K % 2 == 0 && kk->f32_pairs && kk->pack_words && (size_t)MR * kp <= FAST_WORDS) {
+        /* each panel's rows rounded to pair words contiguously (vector), then
+         * the kernel's 32-bit word transpose into the panel (pack_words: rows
+         * past the panel's last zero); the same words as the loop below (a
+         * scalar store every MR words was ~18% of the bf16 attention's time) */
+        uint32_t tmp[FAST_WORDS];
+        for (int r0 = 0; r0 < nm; r0 += MR) {
+            const int rn = att_min(n - r0, MR);
+            for (int i = 0; i < rn; i++) {
+                const float *s = src + (size_t)(r0 + i) * lds;
+                if (r0 + i + ATT_PF < n) /* rows are C3 floats apart: the prefetchers do not follow */
+                    for (int o = 0; o < K; o += 16) __builtin_prefetch(s + (size_t)ATT_PF * lds + o);
+                kk->f32_pairs(tmp + (size_t)i * kp, s, kp);
+            }
+            kk->pack_words((float *)(dst + (size_t)r0 * kp), (const float *)tmp, kp, rn > 0 ? rn : 0, kp, MR);
+        }
+        return;
+    }
     for (int r = 0; r < nm; r++) {
         uint32_t *d = dst + (size_t)(r / MR) * MR * kp * xw + r % MR;
         const float *s = src + (size_t)r * lds;
@@ -73,8 +103,9 @@ static void att_pack_rows_a(uint32_t *dst, const float *src, long lds, int n, in
 
 /* B panels of n columns (columns past n, up to att_up(n, NR), zero), column j
  * = row j of src, pairs over k < K: dst[(j/NR)*(NR*kp) + p*NR + j%NR] */
-static void att_pack_rows_b(uint32_t *dst, const float *src, long lds, int n, int K, int NR, int xw) {
-    att_pack_rows_a(dst, src, lds, n, K, NR, xw); /* the same layout with NR for MR */
+static void att_pack_rows_b(const gemm_bf16_isa_kernel *kk, uint32_t *dst, const float *src, long lds, int n, int K, int NR,
+                            int xw) {
+    att_pack_rows_a(kk, dst, src, lds, n, K, NR, xw); /* the same layout with NR for MR */
 }
 
 /* A panels of the transpose: rows = the K' = cols columns of src (an n x cols
@@ -169,7 +200,8 @@ static void att_gemm_bf16(const gemm_bf16_isa_kernel *kk, int M, int N, int kp, 
 }
 
 static void attention_forward_bf16(float *out, float *state, const float *qkv, int B, int T, int C, int NH) {
-    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
+    gemm_bf16_isa_kernel kcopy;
+    const gemm_bf16_isa_kernel *kk = att_kernel(&kcopy);
     const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR); /* channel pairs; O^T rows padded to whole A panels */
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
@@ -194,12 +226,12 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
             float st[ATT_FK * ldq];        /* S^T, then P^T: st[c*ldq + r] */
             float ot[hsm * ldq];           /* unnormalised output, transposed: ot[i*ldq + r] */
             float m[ATT_FQ], l[ATT_FQ], corr[ATT_FQ];
-            att_pack_rows_a(kpan, kb, C3, T, hs, MR, xw);
+            att_pack_rows_a(kk, kpan, kb, C3, T, hs, MR, xw);
             att_pack_cols_a(vpan, vb, C3, T, hs, MR, xw);
             memset(st, 0, sizeof st);
             for (int i0 = 0; i0 < T; i0 += ATT_FQ) {
                 const int qn = att_min(T - i0, ATT_FQ), nq = att_up(qn, NR);
-                att_pack_rows_b(qpan, qb + (size_t)i0 * C3, C3, qn, hs, NR, xw);
+                att_pack_rows_b(kk, qpan, qb + (size_t)i0 * C3, C3, qn, hs, NR, xw);
                 for (int r = 0; r < ATT_FQ; r++) m[r] = -INFINITY, l[r] = 0.0f;
                 memset(ot, 0, sizeof ot);
                 const int jend = i0 + qn;
@@ -239,7 +271,8 @@ static void attention_forward_bf16(float *out, float *state, const float *qkv, i
  *   dQ += (dS K) scale  (A: dS rows; B: K by pairs of rows). */
 static void attention_backward_bf16(float *dqkv, float *scratch, const float *dout, const float *qkv, const float *out,
                                     const float *state, int B, int T, int C, int NH) {
-    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(OPS_ISA);
+    gemm_bf16_isa_kernel kcopy;
+    const gemm_bf16_isa_kernel *kk = att_kernel(&kcopy);
     const int hs = C / NH, C3 = 3 * C, MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int kph = (hs + 1) / 2, hsm = att_up(hs, MR), hsp = att_up(hs, NR);
     const int Tm = att_up(T, MR), kpT = (T + 1) / 2;
@@ -272,8 +305,8 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             float ps[ATT_BQ * ldk], ds[ATT_BQ * ldk]; /* S then P;  dP then dS */
             float dkt[hsm * ldk], dvt[hsm * ldk];     /* dK^T / scale, dV^T of the tile */
             float tmp[ATT_BQ * hsp];
-            att_pack_rows_a(qa, qb, C3, T, hs, MR, xw);
-            att_pack_rows_a(ga, gb, C, T, hs, MR, xw);
+            att_pack_rows_a(kk, qa, qb, C3, T, hs, MR, xw);
+            att_pack_rows_a(kk, ga, gb, C, T, hs, MR, xw);
             att_pack_cols_a(qt, qb, C3, T, hs, MR, xw);
             att_pack_cols_a(gt, gb, C, T, hs, MR, xw);
             att_pack_pairs_b(kbp, kb, C3, T, hs, NR, xw);
@@ -284,8 +317,8 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
             att_row_dots(Dall, gb, ob, C, T, hs);
             for (int j0 = 0; j0 < T; j0 += ATT_BK) {
                 const int jn = att_min(T - j0, ATT_BK), kpj = (jn + 1) / 2;
-                att_pack_rows_b(kt, kb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
-                att_pack_rows_b(vt, vb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
+                att_pack_rows_b(kk, kt, kb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
+                att_pack_rows_b(kk, vt, vb + (size_t)j0 * C3, C3, jn, hs, NR, xw);
                 memset(dkt, 0, sizeof dkt);
                 memset(dvt, 0, sizeof dvt);
                 for (int i0 = j0 / ATT_BQ * ATT_BQ; i0 < T; i0 += ATT_BQ) {
@@ -305,7 +338,7 @@ static void attention_backward_bf16(float *dqkv, float *scratch, const float *do
                     att_gemm_bf16(kk, hsm, ATT_BK, kpq, qt + (size_t)(i0 / 2) * MR * xw, (size_t)MR * kpT * xw, dp,
                                   (size_t)NR * kpq * xw, dkt, ldk, 1);
                     /* dS K over the tile's key pairs (j0 is even) */
-                    att_pack_rows_a(da, ds, ldk, mq, jn, MR, xw);
+                    att_pack_rows_a(kk, da, ds, ldk, mq, jn, MR, xw);
                     att_gemm_bf16(kk, mq, hsp, kpj, da, (size_t)MR * kpj * xw, kbp + (size_t)(j0 / 2) * NR * xw,
                                   (size_t)NR * kpT * xw, tmp, hsp, 0);
                     for (int r = 0; r < qn; r++) {

@@ -71,19 +71,16 @@ static const int32_t rows6_idx[6][16] = {
     {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2},         {2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5},
     {5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7},         {8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10},
     {10, 10, 11, 11, 11, 11, 11, 11, 12, 12, 12, 12, 12, 12, 13, 13}, {13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15}};
-static __mmask16 rows6_sel(int v, int r) { /* lanes of output v taken from row r */
-    unsigned m = 0;
-    for (int l = 0; l < 16; l++)
-        if ((16 * v + l) % 6 == r) m |= 1u << l;
-    return (__mmask16)m;
-}
+/* lanes of output v taken from row r: bit l set where (16v + l) % 6 == r
+ * (constants: computing them per call was most of a call's time on the
+ * attention's short rows) */
+static const __mmask16 rows6_sel[6][6] = {
+    {0x1041, 0x2082, 0x4104, 0x8208, 0x0410, 0x0820}, {0x4104, 0x8208, 0x0410, 0x0820, 0x1041, 0x2082},
+    {0x0410, 0x0820, 0x1041, 0x2082, 0x4104, 0x8208}, {0x1041, 0x2082, 0x4104, 0x8208, 0x0410, 0x0820},
+    {0x4104, 0x8208, 0x0410, 0x0820, 0x1041, 0x2082}, {0x0410, 0x0820, 0x1041, 0x2082, 0x4104, 0x8208}};
 static void pack_rows6(uint32_t *dst, const uint32_t *src, long ld, int nb, int kq) {
     __m512i idx[6];
-    __mmask16 sel[6][6];
-    for (int v = 0; v < 6; v++) {
-        idx[v] = _mm512_loadu_si512(rows6_idx[v]);
-        for (int r = 0; r < 6; r++) sel[v][r] = rows6_sel(v, r); /* constants once unrolled */
-    }
+    for (int v = 0; v < 6; v++) idx[v] = _mm512_loadu_si512(rows6_idx[v]);
     for (int q = 0; q < kq; q += 16) {
         const int m = kq - q < 16 ? kq - q : 16;
         const __mmask16 lm = m == 16 ? (__mmask16)0xffff : (__mmask16)((1u << m) - 1);
@@ -97,7 +94,7 @@ static void pack_rows6(uint32_t *dst, const uint32_t *src, long ld, int nb, int 
             const int left = 6 * m - 16 * v; /* output words left from this vector on */
             if (left <= 0) break;
             __m512i o = _mm512_setzero_si512();
-            for (int r = 0; r < 6; r++) o = _mm512_mask_permutexvar_epi32(o, sel[v][r], idx[v], row[r]);
+            for (int r = 0; r < 6; r++) o = _mm512_mask_permutexvar_epi32(o, rows6_sel[v][r], idx[v], row[r]);
             _mm512_mask_storeu_epi32(d + 16 * v, left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1), o);
         }
     }
