@@ -266,10 +266,12 @@ int bench_gemm(int argc, char **argv) {
         for (int ni = 0; ni < ns.n && ni < 64; ni++)
             for (int s = 0; s < 5; s++) {
                 const int N = ns.items[ni], IC = shapes[s][0], OC = shapes[s][1];
-                float *X = gpt2c_alloc(sizeof(float) * N * IC, "X"), *W = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "W");
+                /* the weight, its gradient and bf16 forms in 2 MiB pages, as training's slabs (params.c,
+                 * precision.c); activations and their gradients on ordinary pages, as training's */
+                float *X = gpt2c_alloc(sizeof(float) * N * IC, "X"), *W = gpt2c_alloc_huge(sizeof(float) * (size_t)OC * IC, "W");
                 float *D = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "dout");
                 float *out = gpt2c_alloc(sizeof(float) * (size_t)N * OC, "out");
-                float *dX = gpt2c_alloc(sizeof(float) * N * IC, "dX"), *dW = gpt2c_alloc(sizeof(float) * (size_t)OC * IC, "dW");
+                float *dX = gpt2c_alloc(sizeof(float) * N * IC, "dX"), *dW = gpt2c_alloc_huge(sizeof(float) * (size_t)OC * IC, "dW");
                 if (!X || !W || !D || !out || !dX || !dW) return cli_fail_status("bench gemm");
                 gpt2c_rng r;
                 gpt2c_rng_seed(&r, 7, 0);
@@ -278,7 +280,7 @@ int bench_gemm(int argc, char **argv) {
                 for (size_t i = 0; i < (size_t)N * OC; i++) D[i] = gpt2c_rng_uniform(&r) - 0.5f;
                 uint16_t *Wb = NULL;
                 if (g_bf16) {
-                    Wb = gpt2c_alloc(sizeof(uint16_t) * (size_t)OC * IC, "W bf16");
+                    Wb = gpt2c_alloc_huge(sizeof(uint16_t) * (size_t)OC * IC, "W bf16");
                     if (!Wb) return cli_fail_status("bench gemm");
                     for (size_t i = 0; i < (size_t)OC * IC; i++) Wb[i] = gpt2c_bf16_from_f32(W[i]);
                 }
@@ -286,7 +288,7 @@ int bench_gemm(int argc, char **argv) {
                 uint32_t *Wp = NULL; /* W's panels (bf16 training's dinp operand) */
                 g_panel_width = g_bf16 && gpt2c_bf16_panels_wanted() ? kernels->bf16_panel_width(OC, IC) : 0;
                 if (g_panel_width) {
-                    Wp = gpt2c_alloc(sizeof(uint16_t) * (size_t)OC * IC, "W panels");
+                    Wp = gpt2c_alloc_huge(sizeof(uint16_t) * (size_t)OC * IC, "W panels");
                     if (!Wp) return cli_fail_status("bench gemm");
                     kernels->bf16_panels(Wp, Wb, OC, IC, g_panel_width);
                 }
