@@ -3,7 +3,7 @@
 # ceiling, the build), and the cache (JSON v6) keyed by CPU signature, threads
 # and build: a second run reads it (checking its memory ceiling: one the
 # machine now beats is measured again), an entry of another build is not used.
-# Also `bench gemm`'s %probe (of the in-L2 GEMM probe), through its JSON.
+# Also `bench gemm`'s %probe (of the in-L2 GEMM probe) and its dweight form, through its JSON.
 G="$1"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
@@ -24,6 +24,11 @@ GPT2C_GEMM_AUTOTUNE=0 "$G" bench gemm --n 1 --reps 1 --threads 1 --no-blas --jso
 grep -q '"cpu_pct_probe"' "$D/g.json" || fail "bench gemm: no in-L2 probe figure"
 grep -o '"cpu_pct_probe":[0-9.]*' "$D/g.json" | awk -F: '$2 > 100 || $2 <= 0 {bad = 1} END {exit bad}' \
   || fail "bench gemm: a probe figure outside (0, 100]"
+# dweight as training writes it (dW overwritten) unless --dw-accumulate; said in the JSON
+grep -q '"dweight_accumulates":false' "$D/g.json" || fail "bench gemm: dweight does not say it overwrites by default"
+GPT2C_GEMM_AUTOTUNE=0 "$G" bench gemm --n 1 --reps 1 --threads 1 --no-blas --no-local-peak --dw-accumulate --json > "$D/ga.json" \
+  || fail "bench gemm --dw-accumulate"
+grep -q '"dweight_accumulates":true' "$D/ga.json" || fail "bench gemm --dw-accumulate: not said in the JSON"
 case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
 F="$XDG_CACHE_HOME/gpt2c/peak.json"
 grep -q "measured, cached" "$D/a.txt" || fail "first run not cached"
