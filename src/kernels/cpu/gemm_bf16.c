@@ -21,6 +21,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/bf16_engine.h"
 #include "kernels/cpu/bf16_pair_words.h"
+#include "kernels/cpu/cpu_caches.h"
 
 #define MR_MAX 6
 #define NR_MAX 64
@@ -475,7 +476,24 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     const gemm_bf16_blocking bl = g_blocking;
     const int MR = kk->mr, NR = kk->nr, xw = gpt2c_gemm_bf16_words_per_pair(kk);
     const int nth = omp_in_parallel() ? 1 : omp_get_max_threads();
-    int cg = ceil_div(N, bl.nc), rc = ceil_div(M, bl.mc);
+    /* One K block where two would each take C through memory: C larger than
+     * the last-level cache (the LM head's weight gradient at B*T = 1024: 154
+     * MB) and K at most twice kc run the whole of K at once, in units of
+     * fewer rows (A's block then no larger than under the tuned blocking,
+     * with room for B's longer panels).  Zen 4, that GEMM: 0.955-0.96x the
+     * time (C read back and written again once less); with C in cache (the
+     * other weight gradients at N=1024) no gain, so not there.  The same
+     * sums: C is stored and reloaded exactly between K blocks. */
+    int kc = bl.kc, mc = bl.mc;
+    if (K > kc && K <= 2 * kc && !xa.p) {
+        const long l3 = gpt2c_cpu_caches()->l3 > 0 ? gpt2c_cpu_caches()->l3 : 32L << 20;
+        if ((double)M * N * sizeof(float) > (double)l3) {
+            mc = (int)((long)mc * kc / (2L * K)) / MC_STEP * MC_STEP;
+            if (mc < MC_STEP) mc = MC_STEP;
+            kc = K;
+        }
+    }
+    int cg = ceil_div(N, bl.nc), rc = ceil_div(M, mc);
     /* units: their count a multiple of the threads where it can be (any split gives the same numbers) */
     if (nth > 1 && (cg * rc) % nth) { /* e.g. the LM head: 25 units on 2 threads ran 13 + 12 */
         if (round_up(cg, nth) <= ceil_div(N, NR))
@@ -499,7 +517,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
      * MLP projection's dinp 402/373.  For narrower C (768 columns: every
      * other dinp, the projections' forward) A is about as large as B, and in
      * dinp converted from fp32: no gain there (fc dinp 329 against 341). */
-    const int cut_cols = nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * bl.mc && N >= 4 * M &&
+    const int cut_cols = nth > 1 && rc == nth && 2 * round_up(M, MR) <= 3 * mc && N >= 4 * M &&
                          round_up(cg, nth) <= ceil_div(N, NR);
     if (cut_cols) cg = round_up(cg, nth), rc = 1;
     /* rows per unit: whole tiles, or an even split where the kernel runs a
@@ -509,7 +527,7 @@ static void gemm_bf16_run(const gemm_bf16_isa_kernel *kk, int M, int N, int K, g
     const int NCU = round_up(ceil_div(N, cg), NR), MCU = even_rows ? ceil_div(M, rc) : round_up(ceil_div(M, rc), MR);
     cg = ceil_div(N, NCU);
     rc = ceil_div(M, MCU);
-    const int units = cg * rc, kcmax = K < bl.kc ? K : bl.kc, kpmax = (kcmax + 1) / 2;
+    const int units = cg * rc, kcmax = K < kc ? K : kc, kpmax = (kcmax + 1) / 2;
     /* An operand that several units would each pack again (A when C is cut
      * into several column groups, but for the column cut above; B when into
      * three or more row groups: B =
