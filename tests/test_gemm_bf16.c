@@ -17,6 +17,7 @@
 #include "kernels/bf16.h"
 #include "kernels/bf16_rows.h"
 #include "kernels/kernels.h"
+#include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/ref/ref_gemm_bf16.h"
 #include "testutil.h"
@@ -217,6 +218,35 @@ static void test_bf16_rows(const gemm_bf16_isa_kernel *kk) {
     gpt2c_cpu_gemm_bf16_set_blocking(keep);
 }
 
+/* A C larger than the last-level cache with kc < K <= 2 kc runs K as one
+ * block in units of fewer rows (gemm_bf16.c): the same bits as K in three
+ * blocks and as one block under a larger kc (C stored and reloaded exactly) */
+static void test_one_k_block(void) {
+    const long l3 = gpt2c_cpu_caches()->l3 > 0 ? gpt2c_cpu_caches()->l3 : 32L << 20;
+    if (l3 > (128L << 20)) {
+        printf("  (last-level cache %ld MiB: one-K-block case skipped)\n", l3 >> 20);
+        return;
+    }
+    const int N = 64, K = 40, M = (int)(l3 / (N * (long)sizeof(float))) + 67; /* C just past the cache */
+    const gpt2c_isa isa = gpt2c_cpu_isa();
+    float *A = tu_uniform((size_t)M * K, 7), *B = tu_uniform((size_t)K * N, 8);
+    float *C[3];
+    const gemm_bf16_blocking keep = gpt2c_cpu_gemm_bf16_get_blocking();
+    static const int kcs[3] = {32, 16, 48}; /* one block by the rule; three blocks (16, 16, 8); one block by kc */
+    for (int v = 0; v < 3; v++) {
+        C[v] = malloc(sizeof(float) * (size_t)M * N);
+        gpt2c_cpu_gemm_bf16_set_blocking((gemm_bf16_blocking){kcs[v], keep.mc, keep.nc});
+        const gemm_operand a = {A, GPT2C_FMT_F32, 1, M}, b = {B, GPT2C_FMT_F32, N, 1}; /* A as dout^T: a weight gradient */
+        gpt2c_cpu_gemm_bf16(isa, M, N, K, a, b, C[v], N, NULL, 0);
+    }
+    gpt2c_cpu_gemm_bf16_set_blocking(keep);
+    const gemm_bf16_isa_kernel *kk = gpt2c_cpu_gemm_bf16_kernel(isa);
+    cmp("one K block (C past the last-level cache) vs three", kk, C[0], C[1], (size_t)M * N);
+    cmp("one K block (C past the last-level cache) vs kc > K", kk, C[0], C[2], (size_t)M * N);
+    free(A), free(B);
+    for (int v = 0; v < 3; v++) free(C[v]);
+}
+
 int main(void) {
     test_op_table();
     test_rounding();
@@ -247,6 +277,7 @@ int main(void) {
                             100 + 10 * s);
         test_bf16_rows(kernels[k]);
     }
+    test_one_k_block();
     /* the dispatcher picks a kernel for every ISA */
     for (int i = 0; i < GPT2C_ISA_COUNT; i++)
         if (gpt2c_cpu_has_isa((gpt2c_isa)i)) CHECK(gpt2c_cpu_gemm_bf16_kernel((gpt2c_isa)i) != NULL);

@@ -80,7 +80,7 @@ static void att_pack_rows_a(const gemm_bf16_isa_kernel *kk, uint32_t *dst, const
                     for (int o = 0; o < K; o += 16) __builtin_prefetch(s + (size_t)ATT_PF * lds + o);
                 kk->f32_pairs(tmp + (size_t)i * kp, s, kp);
             }
-            kk->pack_words((float *)(dst + (size_t)r0 * kp), (const float *)tmp, kp, rn > 0 ? rn : 0, kp, MR);
+            kk->pack_words((float *)(dst + (size_t)r0 * kp), (const float *)tmp, kp, rn, kp, MR);
         }
         return;
     }
