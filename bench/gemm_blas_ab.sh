@@ -8,8 +8,8 @@
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" -I"$root/src" "$here/gemm_blas_ab.c" "$root/build/libgpt2c.a" $pkgs -lopenblas -lm -o "$W/ab"
+. "$here/lib/driver.sh"
+bench_driver "$W/ab" "$here/gemm_blas_ab.c" "$root" "$root/build" -lopenblas
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
 fi

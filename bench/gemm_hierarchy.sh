@@ -7,8 +7,8 @@
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" -I"$root/src" "$here/gemm_hierarchy.c" "$root/build/libgpt2c.a" $pkgs -lm -o "$W/gh"
+. "$here/lib/driver.sh"
+bench_driver "$W/gh" "$here/gemm_hierarchy.c" "$root" "$root/build"
 lscpu | grep -E "Vendor ID|CPU family|^Model:|Stepping|Model name" | tr -s ' '
 echo "N=${1:-1024}, 1 thread, ${2:-9} rounds (the blocking: this CPU's cached autotune, as bench gemm)"
 GPT2C_GEMM_AUTOTUNE=${GPT2C_GEMM_AUTOTUNE:-1} "$W/gh" "${1:-1024}" "${2:-9}" ${3:-}

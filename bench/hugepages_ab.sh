@@ -6,8 +6,8 @@
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"; root="$here/.."
 W="$(mktemp -d)"; trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" -I"$root/src" "$here/hugepages_ab.c" "$root/build/libgpt2c.a" $pkgs -lm -o "$W/hp"
+. "$here/lib/driver.sh"
+bench_driver "$W/hp" "$here/hugepages_ab.c" "$root" "$root/build"
 lscpu | grep -E "Vendor ID|CPU family|^Model:|Stepping|Model name" | tr -s ' '
 echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)"
 "$W/hp" "${1:-12}" "${2:-7}"

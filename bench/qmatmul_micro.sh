@@ -9,8 +9,8 @@ B="${1:-build}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-cc -O2 -std=c11 -fopenmp -I"$root/include" "$root/bench/qmatmul_micro.c" "$B/libgpt2c.a" $pkgs -lm -o "$W/micro"
+. "$root/bench/lib/driver.sh"
+bench_driver "$W/micro" "$root/bench/qmatmul_micro.c" "$root" "$B"
 lscpu | grep -E "Vendor ID|CPU family|Model:|Model name" | tr -s ' '
 uptime
 for act in int8 f32; do

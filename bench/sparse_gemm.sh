@@ -9,9 +9,8 @@ REPS="${2:-9}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
-gcc -O3 -march=native -std=c11 -fopenmp -Wall -Wextra -I"$root/include" -I"$root/src" "$root/bench/sparse_gemm.c" \
-  "$B/libgpt2c.a" $pkgs -lm -o "$W/sparse_gemm"
+. "$root/bench/lib/driver.sh"
+bench_driver "$W/sparse_gemm" "$root/bench/sparse_gemm.c" "$root" "$B" -O3 -march=native -Wall -Wextra
 lscpu | grep -E "Vendor ID|CPU family|Model:|Model name|L3" | tr -s ' '
 uptime
 for t in 1 2; do

@@ -9,12 +9,12 @@ set -eu
 OLD=$1 NEW=$2
 W="$(mktemp -d)"
 trap 'rm -rf "$W"' EXIT
-pkgs="$(pkg-config --libs jansson libmicrohttpd libutf8proc 2>/dev/null || true)"
 here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/lib/driver.sh"
 for t in OLD NEW; do
   d=${!t}
   def=(); grep -q attention_forward_bf16 "$d/src/kernels/ops.h" && def=(-DHAVE_ATTENTION_BF16)
-  cc -O2 -std=c11 -fopenmp "${def[@]}" -I"$d/include" -I"$d/src" "$here/train_ops_micro.c" "$d/build/libgpt2c.a" $pkgs -lm -o "$W/$t"
+  bench_driver "$W/$t" "$here/train_ops_micro.c" "$d" "$d/build" "${def[@]}"
 done
 lscpu | grep -E "Vendor ID|CPU family|^Model:|Model name" | tr -s ' '
 uptime
