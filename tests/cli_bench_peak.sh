@@ -29,6 +29,9 @@ grep -q '"dweight_accumulates":false' "$D/g.json" || fail "bench gemm: dweight d
 GPT2C_GEMM_AUTOTUNE=0 "$G" bench gemm --n 1 --reps 1 --threads 1 --no-blas --no-local-peak --dw-accumulate --json > "$D/ga.json" \
   || fail "bench gemm --dw-accumulate"
 grep -q '"dweight_accumulates":true' "$D/ga.json" || fail "bench gemm --dw-accumulate: not said in the JSON"
+GPT2C_GEMM_AUTOTUNE=0 "$G" bench gemm --n 1 --reps 1 --threads 1 --no-blas --no-local-peak --dw-accumulate --precision bf16 --json \
+  > "$D/gb.json" || fail "bench gemm --precision bf16 --dw-accumulate"
+grep -q '"dweight_accumulates":true' "$D/gb.json" || fail "bench gemm --precision bf16 --dw-accumulate: not said in the JSON"
 case "$("$G" --version)" in *-jansson*) echo "built without jansson: no cache to test"; exit 0 ;; esac
 F="$XDG_CACHE_HOME/gpt2c/peak.json"
 grep -q "measured, cached" "$D/a.txt" || fail "first run not cached"

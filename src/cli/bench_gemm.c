@@ -61,26 +61,22 @@ static const uint16_t *g_dout_bf16;
 
 static void run_gemm(int blas, gemm_linear_op op, float *C, const float *A, const float *B, int N, int IC, int OC) {
     if (op == GEMM_DW && g_dw_acc) op = GEMM_DW_ACC;
-    if (g_bf16 && g_dout_bf16 && op != GEMM_FWD) {
+    if (g_bf16) {
         const gpt2c_isa isa = gpt2c_cpu_isa();
-        if (op == GEMM_DINP) {
-            const gemm_operand d = {g_dout_bf16, GPT2C_FMT_BF16, 2L * OC, 1}, w = {g_wb, GPT2C_FMT_BF16, IC, 1};
+        /* dout: fp32 rows, or (the LM head) the bf16 words training stores in place of the logits */
+        const void *dp = g_dout_bf16 ? (const void *)g_dout_bf16 : (const void *)A;
+        const gpt2c_format df = g_dout_bf16 ? GPT2C_FMT_BF16 : GPT2C_FMT_F32;
+        const long ld = g_dout_bf16 ? 2L * OC : OC;
+        if (op == GEMM_FWD) {
+            gpt2c_cpu_linear_gemm_bf16(isa, GEMM_FWD, C, A, GPT2C_FMT_F32, g_wb, GPT2C_FMT_BF16, N, IC, OC);
+        } else if (op == GEMM_DINP) { /* W from its panels where kept, as bf16 training reads it */
+            const gemm_operand d = {dp, df, ld, 1}, w = {g_wb, GPT2C_FMT_BF16, IC, 1};
             if (!g_wpanels || !gpt2c_cpu_gemm_bf16_paneled_b(isa, N, IC, OC, d, g_wpanels, g_panel_width, C, IC, NULL, 0))
                 gpt2c_cpu_gemm_bf16(isa, N, IC, OC, d, w, C, IC, NULL, 0);
         } else {
-            const gemm_operand dt = {g_dout_bf16, GPT2C_FMT_BF16, 1, 2L * OC}, x = {B, GPT2C_FMT_F32, IC, 1};
+            const gemm_operand dt = {dp, df, 1, ld}, x = {B, GPT2C_FMT_F32, IC, 1};
             gpt2c_cpu_gemm_bf16(isa, OC, IC, N, dt, x, C, IC, NULL, op == GEMM_DW_ACC);
         }
-        return;
-    }
-    if (g_bf16 && op == GEMM_DINP && g_wpanels) {
-        const gemm_operand d = {A, GPT2C_FMT_F32, OC, 1};
-        if (gpt2c_cpu_gemm_bf16_paneled_b(gpt2c_cpu_isa(), N, IC, OC, d, g_wpanels, g_panel_width, C, IC, NULL, 0)) return;
-    }
-    if (g_bf16) {
-        const int w_is_b = op != GEMM_DW;
-        gpt2c_cpu_linear_gemm_bf16(gpt2c_cpu_isa(), op, C, A, GPT2C_FMT_F32, w_is_b ? (const void *)g_wb : (const void *)B,
-                             w_is_b ? GPT2C_FMT_BF16 : GPT2C_FMT_F32, N, IC, OC);
         return;
     }
 #ifdef GPT2C_HAVE_BLAS
