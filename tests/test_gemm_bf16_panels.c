@@ -7,13 +7,18 @@
  *   - it refuses (returns 0) a width that is not the CPU's, N not a multiple
  *     of it, or an odd K;
  *   - the cpu backend's fused AdamW gives the bits of its AdamW (p, m, v, the
- *     row-major copy) and ref's panel layout, as does its panel writer;
+ *     row-major copy) and ref's panel layout, as does its panel writer, with
+ *     the copies on or off 64-byte lines, NaN and infinity included, in its
+ *     AVX-512 form and its staged one (GPT2C_ADAMW_STAGED=1);
  *   - a bf16 model trained 3 steps with the panels ends with the bits of one
  *     trained without them (GPT2C_BF16_PANELS=0), and its panels match its
  *     row-major copies. */
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpt2c/core.h"
 #include "gpt2c/model.h"
@@ -91,34 +96,50 @@ static void gemm_checks(gpt2c_isa isa) {
     CHECK(!gpt2c_cpu_gemm_bf16_paneled_b(isa, 1, width, 3, a, P, width, C, width, NULL, 0));
 }
 
-/* the cpu backend's writer and fused AdamW against ref's */
-static void op_checks(void) {
+/* the cpu backend's writer and fused AdamW against ref's: a short row; rows
+ * past the staged form's 1024-column chunks with the copy and panels off a
+ * 64-byte line (ordinary stores instead of streamed lines), a NaN and an
+ * infinity among the gradients; rows past the AVX-512 form's 4096 */
+static void op_check(int rows, int cols, int off) {
     const gpt2c_kernels *k;
     CHECK_OK(gpt2c_kernels_get("cpu", &k));
-    const int rows = 6, cols = 128, width = k->bf16_panel_width(rows, cols) ? k->bf16_panel_width(rows, cols) : 64;
+    const int width = k->bf16_panel_width(rows, cols) ? k->bf16_panel_width(rows, cols) : 64;
     const size_t n = (size_t)rows * cols;
-    float *p[2], *g = tu_uniform(n, 21), *m[2], *v[2];
-    uint16_t *pb[2];
-    uint32_t *pd[2];
+    float *p[2] = {0}, *g = tu_uniform(n, 21), *m[2] = {0}, *v[2] = {0};
+    uint16_t *pb[2] = {0}, *pb_mem[2] = {0};
+    uint32_t *pd[2] = {0}, *pd_mem[2] = {0};
+    if (off) g[5] = NAN, g[n - 7] = INFINITY;
     for (int i = 0; i < 2; i++) {
         p[i] = tu_uniform(n, 22), m[i] = tu_uniform(n, 23), v[i] = tu_uniform(n, 24);
         for (size_t j = 0; j < n; j++) v[i][j] = v[i][j] * v[i][j];
-        pb[i] = aligned_alloc(64, n * 2);
-        pd[i] = aligned_alloc(64, n * 2);
+        pb_mem[i] = aligned_alloc(64, n * 2 + 64);
+        pd_mem[i] = aligned_alloc(64, n * 2 + 64);
+        pb[i] = pb_mem[i] + (i == 0 ? off : 0);
+        pd[i] = pd_mem[i] + (i == 0 ? off : 0);
     }
     k->adamw_bf16_panels(p[0], g, m[0], v[0], pb[0], pd[0], rows, cols, width, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3);
     /* the backend's own AdamW (within an ulp of ref's, not its bits), then ref's layout */
     k->adamw_bf16(p[1], g, m[1], v[1], pb[1], n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3);
     gpt2c_ref_bf16_panels(pd[1], pb[1], rows, cols, width);
-    CHECK_MSG(same_bits(p[0], p[1], 4 * n) && same_bits(m[0], m[1], 4 * n) && same_bits(v[0], v[1], 4 * n),
-              "cpu adamw_bf16_panels: p, m, v as its adamw_bf16's");
-    CHECK_MSG(same_bits(pb[0], pb[1], 2 * n) && same_bits(pd[0], pd[1], 2 * n),
-              "cpu adamw_bf16_panels: the copy as adamw_bf16's, the panels in ref's layout");
+    char what[96];
+    snprintf(what, sizeof what, "cpu adamw_bf16_panels %d x %d, copy and panels %d words off a line", rows, cols, off);
+    CHECK_MSG(same_bits(p[0], p[1], 4 * n) && same_bits(m[0], m[1], 4 * n) && same_bits(v[0], v[1], 4 * n), what);
+    CHECK_MSG(same_bits(pb[0], pb[1], 2 * n) && same_bits(pd[0], pd[1], 2 * n), what);
     memset(pd[0], 0, 2 * n);
     k->bf16_panels(pd[0], pb[1], rows, cols, width);
     CHECK_MSG(same_bits(pd[0], pd[1], 2 * n), "cpu bf16_panels as ref's");
-    for (int i = 0; i < 2; i++) free(p[i]), free(m[i]), free(v[i]), free(pb[i]), free(pd[i]);
+    for (int i = 0; i < 2; i++) free(p[i]), free(m[i]), free(v[i]), free(pb_mem[i]), free(pd_mem[i]);
     free(g);
+}
+
+static void op_checks(void) {
+    op_check(6, 128, 0);
+    op_check(10, 1088, 3);
+    op_check(4, 4160, 0); /* rows in two chunks of the AVX-512 form */
+    /* the staged form (GPT2C_ADAMW_STAGED=1), which the AVX-512 one replaced, stays the same bits */
+    setenv("GPT2C_ADAMW_STAGED", "1", 1);
+    op_check(10, 1088, 0);
+    unsetenv("GPT2C_ADAMW_STAGED");
 }
 
 static int32_t g_tok[4 * 16 + 1];

@@ -546,6 +546,107 @@ static void bf16_panels(uint32_t *pd, const uint16_t *pb, int rows, int cols, in
 #endif
 }
 
+#if defined(__AVX512F__)
+/* adamw_elem on 16 lanes: the same operations in the same order (each
+ * multiply, add and divide rounded on its own, sqrt correctly rounded), so
+ * the same bits; p, m, v updated in place, the new p returned */
+typedef struct {
+    __m512 beta1, one_m_beta1, beta2, one_m_beta2, step, inv_bc2_sqrt, decay, eps, grad_scale;
+} adamw_vconsts;
+
+static inline __attribute__((always_inline)) adamw_vconsts adamw_vsetup(const adamw_consts *c) {
+    return (adamw_vconsts){_mm512_set1_ps(c->beta1), _mm512_set1_ps(1.0f - c->beta1), _mm512_set1_ps(c->beta2),
+                           _mm512_set1_ps(1.0f - c->beta2), _mm512_set1_ps(c->step), _mm512_set1_ps(c->inv_bc2_sqrt),
+                           _mm512_set1_ps(c->decay), _mm512_set1_ps(c->eps), _mm512_set1_ps(c->grad_scale)};
+}
+
+static inline __attribute__((always_inline)) __m512 adamw_elem16(float *p, const float *g, float *m, float *v,
+                                                                 const adamw_vconsts *c) {
+    const __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g), c->grad_scale);
+    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(c->beta1, _mm512_loadu_ps(m)), _mm512_mul_ps(c->one_m_beta1, gi));
+    const __m512 vi = _mm512_add_ps(_mm512_mul_ps(c->beta2, _mm512_loadu_ps(v)),
+                                    _mm512_mul_ps(_mm512_mul_ps(c->one_m_beta2, gi), gi));
+    _mm512_storeu_ps(m, mi);
+    _mm512_storeu_ps(v, vi);
+    const __m512 den = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(vi), c->inv_bc2_sqrt), c->eps);
+    const __m512 pn =
+        _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(p), c->decay), _mm512_div_ps(_mm512_mul_ps(c->step, mi), den));
+    _mm512_storeu_ps(p, pn);
+    return pn;
+}
+
+/* columns i..i+31 updated, each new p rounded to bf16 in its lane's high half (h[0]: the first 16) */
+static inline __attribute__((always_inline)) void adamw_round32(float *p, const float *g, float *m, float *v, size_t i,
+                                                                const adamw_vconsts *c, __m512i h[2]) {
+    for (int k = 0; k < 2; k++) {
+        const size_t o = i + 16 * (size_t)k;
+        h[k] = gpt2c_bf16_round_hi(_mm512_castps_si512(adamw_elem16(p + o, g + o, m + o, v + o, c)));
+    }
+}
+
+/* 16 pair words: row 2q's bf16 words (zero-extended) low, row 2q+1's (in their lanes' high halves) high */
+static inline __attribute__((always_inline)) __m512i pair_words16(__m256i first, __m512i second_hi) {
+    return _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_cvtepu16_epi32(first), second_hi);
+}
+
+/* one 64-byte line: streamed past the caches where dst is a whole line */
+static inline __attribute__((always_inline)) void put_line(void *dst, __m512i w, int nt) {
+    if (nt)
+        _mm512_stream_si512(dst, w);
+    else
+        _mm512_storeu_si512(dst, w);
+}
+
+/* adamw_bf16_panels with no staging of p: row 2q, then row 2q+1, each
+ * front to back (one read stream per array, as the plain AdamW), 32 columns
+ * at a time: the 32 rounded words are one line of the copy; row 2q's also
+ * go to a small buffer, from which row 2q+1's pass makes the pair words (two
+ * lines of the panels).  The staged form (below) built the words through
+ * two stack buffers and, past 1024 columns, alternated rows every 1024; with
+ * fast memory it ran 1.1-1.35x slower than this (bench/optimizer_ceiling.sh).
+ * Needs cols and width multiples of 32. */
+static void adamw_bf16_panels_avx512(float *p, const float *g, float *m, float *v, uint16_t *pb, uint32_t *pd,
+                                     int rows, int cols, int width, const adamw_consts *c) {
+    enum { CHUNK = 4096 }; /* columns per pass over the two rows (GPT-2's widest: 3072) */
+    const size_t kq = (size_t)rows / 2;
+    /* lines are whole where the bases are: rows are 64 bytes apart in both */
+    const int nt = ((uintptr_t)pb & 63) == 0 && ((uintptr_t)pd & 63) == 0;
+    static const int16_t odd_words[32] __attribute__((aligned(64))) = {
+        1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+        33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63}; /* the high halves of a, then of b */
+#pragma omp parallel if ((size_t)rows * cols >= PAR_MIN)
+    {
+        const adamw_vconsts vc = adamw_vsetup(c);
+        const __m512i odd = _mm512_load_si512(odd_words);
+        uint16_t first[CHUNK] __attribute__((aligned(64))); /* row 2q's words of the chunk */
+#pragma omp for schedule(static) nowait
+        for (size_t q = 0; q < kq; q++) {
+            const size_t r0 = 2 * q * (size_t)cols, r1 = r0 + (size_t)cols;
+            for (int c0 = 0; c0 < cols; c0 += CHUNK) {
+                const int c1 = cols - c0 < CHUNK ? cols : c0 + CHUNK;
+                for (int j = c0; j < c1; j += 32) {
+                    __m512i h[2];
+                    adamw_round32(p, g, m, v, r0 + (size_t)j, &vc, h);
+                    const __m512i w = _mm512_permutex2var_epi16(h[0], odd, h[1]);
+                    put_line(pb + r0 + j, w, nt);
+                    _mm512_store_si512(first + (j - c0), w);
+                }
+                for (int j = c0; j < c1; j += 32) {
+                    __m512i h[2];
+                    adamw_round32(p, g, m, v, r1 + (size_t)j, &vc, h);
+                    put_line(pb + r1 + j, _mm512_permutex2var_epi16(h[0], odd, h[1]), nt);
+                    const __m512i lo = _mm512_load_si512(first + (j - c0));
+                    uint32_t *dst = pd + (size_t)(j / width) * kq * width + q * width + (size_t)(j % width);
+                    put_line(dst, pair_words16(_mm512_castsi512_si256(lo), h[0]), nt);
+                    put_line(dst + 16, pair_words16(_mm512_extracti64x4_epi64(lo, 1), h[1]), nt);
+                }
+            }
+        }
+        if (nt) _mm_sfence(); /* each thread's streamed lines are visible before the region's barrier */
+    }
+}
+#endif
+
 /* adamw_bf16 by row pairs, each pair's bf16 values written to both copies:
  * the row-major one and the panels (the same element arithmetic, so the
  * same bits as adamw_bf16 followed by bf16_panels) */
@@ -553,6 +654,12 @@ static void adamw_bf16_panels(float *p, const float *g, float *m, float *v, uint
                               int cols, int width, float lr, float beta1, float beta2, float eps, float wd,
                               float grad_scale, int t) {
     const adamw_consts c = adamw_setup(lr, beta1, beta2, eps, wd, grad_scale, t);
+#if defined(__AVX512F__)
+    if (cols % 32 == 0 && width % 32 == 0 && !getenv("GPT2C_ADAMW_STAGED")) {
+        adamw_bf16_panels_avx512(p, g, m, v, pb, pd, rows, cols, width, &c);
+        return;
+    }
+#endif
     const size_t kq = (size_t)rows / 2;
     enum { CH = 1024 }; /* columns at a time (a multiple of every width) */
 #pragma omp parallel if ((size_t)rows * cols >= PAR_MIN)
