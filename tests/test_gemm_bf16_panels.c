@@ -123,8 +123,8 @@ static void op_check(int rows, int cols, int off) {
     gpt2c_ref_bf16_panels(pd[1], pb[1], rows, cols, width);
     char what[96];
     snprintf(what, sizeof what, "cpu adamw_bf16_panels %d x %d, copy and panels %d words off a line", rows, cols, off);
-    CHECK_MSG(same_bits(p[0], p[1], 4 * n) && same_bits(m[0], m[1], 4 * n) && same_bits(v[0], v[1], 4 * n), what);
-    CHECK_MSG(same_bits(pb[0], pb[1], 2 * n) && same_bits(pd[0], pd[1], 2 * n), what);
+    CHECK_MSG(same_bits(p[0], p[1], 4 * n) && same_bits(m[0], m[1], 4 * n) && same_bits(v[0], v[1], 4 * n), "%s", what);
+    CHECK_MSG(same_bits(pb[0], pb[1], 2 * n) && same_bits(pd[0], pd[1], 2 * n), "%s", what);
     memset(pd[0], 0, 2 * n);
     k->bf16_panels(pd[0], pb[1], rows, cols, width);
     CHECK_MSG(same_bits(pd[0], pd[1], 2 * n), "cpu bf16_panels as ref's");
