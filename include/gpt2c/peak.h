@@ -42,6 +42,8 @@ typedef struct gpt2c_peak {
     int from_cache;     /* 1 if read from the cache file */
     double bw_spot_gbs; /* from the cache: the update-stream check that ran on reading it (gpt2c_peak_get) */
     int bw_remeasured;  /* from the cache: 1 if that check beat the cached ceiling and the bandwidths were measured again */
+    int bw_kept;        /* measured again over a cached entry: bandwidths the cache held higher, kept (of 4) */
+    double bw_now_gbs;  /* ... and the memory ceiling this measurement alone gave */
     char cache_path[512];
 } gpt2c_peak;
 
@@ -49,7 +51,11 @@ typedef struct gpt2c_peak {
  * `remeasure`, else measured (a few seconds) and cached.  A cached entry's
  * memory ceiling is checked first (a short update stream, ~0.1 s) and its
  * bandwidths measured again if the machine now beats them (bw_remeasured).
+ * remeasure 1 measures everything again but keeps each cached bandwidth the
+ * new one falls short of (a ceiling only rises: bw_kept, bw_now_gbs);
+ * remeasure 2 (GPT2C_PEAK_RESET) replaces the entry with the new figures.
  * A cache that cannot be written is not an error (cache_path is then empty). */
+#define GPT2C_PEAK_RESET 2
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure);
 /* The same, measuring with `runs` runs per figure (gpt2c_peak_get: 5). */
 gpt2c_status gpt2c_peak_get_runs(int threads, int runs, gpt2c_peak *out, int remeasure);
