@@ -405,7 +405,7 @@ static void recheck_bandwidth(gpt2c_peak *p, int runs, const char *path, const c
 /* Measured again over a cached entry (bench peak --remeasure): the memory may
  * be in a slow moment now (the Zen 4 VM's update stream: 55 GB/s in one
  * minute, 100 in the next), and a lowered ceiling puts the ops above 100% of
- * it (AdamW at 122% after a sitting re-measured in such a minute).  So each
+ * it (the optimizer at 122% after a sitting re-measured in such a minute).  So each
  * bandwidth keeps the faster of the cached and the new figure, as the
  * recheck does; the compute peaks (register loops) are taken as measured. */
 static void keep_faster_bandwidths(gpt2c_peak *p, const gpt2c_peak *old) {
