@@ -375,6 +375,18 @@ int gpt2c_peak_cached(int threads, gpt2c_peak *out) {
     return path[0] && cache_find(path, threads, out);
 }
 
+/* Each of p's four bandwidths raised to other's where other's is faster (a
+ * ceiling only rises), the memory ceiling with them; how many were raised. */
+static int raise_bandwidths(gpt2c_peak *p, const gpt2c_peak *other) {
+    double *mine[4] = {&p->read_gbs, &p->scale_gbs, &p->triad_gbs, &p->update_gbs};
+    const double theirs[4] = {other->read_gbs, other->scale_gbs, other->triad_gbs, other->update_gbs};
+    int raised = 0;
+    for (int i = 0; i < 4; i++)
+        if (theirs[i] > *mine[i]) *mine[i] = theirs[i], raised++;
+    gpt2c_peak_set_mem(p);
+    return raised;
+}
+
 /* A memory ceiling from the cache may have been measured at a slower moment:
  * a VM's bandwidth moves with its host and neighbours (two Zen 4 sessions of
  * the same CPU signature: in-place update 55 and 102 GB/s), and the ops then
@@ -391,13 +403,9 @@ static void recheck_bandwidth(gpt2c_peak *p, int runs, const char *path, const c
     if (p->bw_spot_gbs <= 1.05 * p->update_gbs) return;
     gpt2c_peak m = *p;
     if (gpt2c_peak_measure_bw(runs, &m) != GPT2C_OK) return; /* (no memory for the probes: the cached figures stand) */
-    p->read_gbs = m.read_gbs > p->read_gbs ? m.read_gbs : p->read_gbs;
-    p->scale_gbs = m.scale_gbs > p->scale_gbs ? m.scale_gbs : p->scale_gbs;
-    p->triad_gbs = m.triad_gbs > p->triad_gbs ? m.triad_gbs : p->triad_gbs;
-    p->update_gbs = m.update_gbs > p->update_gbs ? m.update_gbs : p->update_gbs;
+    raise_bandwidths(p, &m);
     p->bw_threads = m.bw_threads;
     p->bw_mib = m.bw_mib;
-    gpt2c_peak_set_mem(p);
     p->bw_remeasured = 1;
     if (!cache_store(path, dir, p)) p->cache_path[0] = 0;
 }
@@ -410,11 +418,7 @@ static void recheck_bandwidth(gpt2c_peak *p, int runs, const char *path, const c
  * recheck does; the compute peaks (register loops) are taken as measured. */
 static void keep_faster_bandwidths(gpt2c_peak *p, const gpt2c_peak *old) {
     p->bw_now_gbs = p->mem_gbs;
-    double *now[4] = {&p->read_gbs, &p->scale_gbs, &p->triad_gbs, &p->update_gbs};
-    const double cached[4] = {old->read_gbs, old->scale_gbs, old->triad_gbs, old->update_gbs};
-    for (int i = 0; i < 4; i++)
-        if (cached[i] > *now[i]) *now[i] = cached[i], p->bw_kept++;
-    gpt2c_peak_set_mem(p);
+    p->bw_kept = raise_bandwidths(p, old);
 }
 
 gpt2c_status gpt2c_peak_get(int threads, gpt2c_peak *out, int remeasure) { return gpt2c_peak_get_runs(threads, 5, out, remeasure); }
